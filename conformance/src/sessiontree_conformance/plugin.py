@@ -1,0 +1,1 @@
+"""pytest11 plugin of the conformance suite."""

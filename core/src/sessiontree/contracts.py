@@ -1,0 +1,331 @@
+"""The contracts: what a Storage, a Session, a Branch, a SessionRepo and a Backend offer.
+
+Everything is synchronous and thread-safe; :mod:`sessiontree.aio` wraps any of these objects with the
+same method names as coroutines. A backend implements :class:`Storage` and :class:`SessionRepo` (the
+Session layer is core's :class:`sessiontree.session.StorageBackedSession`, shared by every backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, Protocol, TypeVar, Union, runtime_checkable
+
+import attrs
+
+from .model import (
+    ABSENT,
+    Absent,
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    JsonValue,
+    ListElement,
+    SessionMetadata,
+    SessionStats,
+    StoredValue,
+    UsageRow,
+)
+from .queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from .writes import Write
+
+__all__ = [
+    "Backend",
+    "Branch",
+    "BranchFork",
+    "Capabilities",
+    "ForkOptions",
+    "IdGenerator",
+    "Session",
+    "SessionMutation",
+    "SessionRepo",
+    "Storage",
+    "SupportsFork",
+    "TreeFork",
+]
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """One session's storage: atomic commits plus read queries (pi's 11 methods).
+
+    Commits are serialized in admission order; reads answer from the latest fully applied commit and
+    never see half of one. After :meth:`close` starts, every method raises
+    :class:`~sessiontree.errors.StorageClosedError`.
+    """
+
+    def commit(self, writes: Sequence[Write]) -> CommitResult:
+        """Assign seqs and one timestamp, validate, and apply all writes or none."""
+        ...
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        """Entries found among ``ids``, in first-occurrence order; unknown ids are skipped."""
+        ...
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        """The value at ``address``, or ``None`` when never set or deleted."""
+        ...
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        """Values in ``prefix.namespace`` whose key starts with ``prefix.key``, in code-point key order."""
+        ...
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
+        """One page of the list at ``address`` (absent lists read as ``[]``)."""
+        ...
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        """Entries on the path from ``query.start`` to the root (see :class:`BranchScan`)."""
+        ...
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        """Like :meth:`scan_branch`, without payloads."""
+        ...
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        """Every entry of the session in seq order, filtered."""
+        ...
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        """Usage rows in seq order, filtered."""
+        ...
+
+    def get_stats(self) -> SessionStats:
+        """Message count and usage totals."""
+        ...
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, close. Idempotent."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class BranchFork:
+    """Fork one branch: the path from its tip (or from ``entry_id``) to the root.
+
+    ``position="before"`` makes the destination tip the parent of ``entry_id``. ``id`` is the destination
+    session id (minted when ``None``).
+    """
+
+    branch: str
+    entry_id: str | None = None
+    position: Literal["at", "before"] = "at"
+    id: str | None = None
+    scope: Literal["branch"] = "branch"
+
+
+@attrs.frozen(kw_only=True)
+class TreeFork:
+    """Fork the whole tree: every entry, tip and lane."""
+
+    id: str | None = None
+    scope: Literal["tree"] = "tree"
+
+
+ForkOptions = Union[BranchFork, TreeFork]
+
+
+@runtime_checkable
+class SupportsFork(Protocol):
+    """A storage that can produce a forked copy of itself (memory; used by :class:`MemorySessionRepo`)."""
+
+    def fork(self, options: ForkOptions) -> Storage: ...
+
+
+class IdGenerator(Protocol):
+    """Mints entry ids. The default is :func:`sessiontree.ids.uuidv7`."""
+
+    def next(self, timestamp_ms: int | None = None) -> str: ...
+
+
+class SessionMutation(Protocol):
+    """Exclusive write capability of a session, from :meth:`Session.begin_mutation` until :meth:`end`.
+
+    Allows at most one :meth:`commit`. Usable as a context manager (``end`` on exit).
+    """
+
+    def commit(self, writes: Sequence[Write]) -> CommitResult: ...
+
+    def end(self) -> None: ...
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]: ...
+
+    def get_value(self, address: Address) -> StoredValue | None: ...
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]: ...
+
+    def read_list(
+        self,
+        address: Address,
+        *,
+        cursor: int | None = None,
+        order: Literal["asc", "desc"] = "asc",
+        limit: int | float | None = None,
+    ) -> list[ListElement]: ...
+
+    def scan_branch(
+        self,
+        start: str,
+        *,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: Literal["newest_first", "oldest_first"] = "newest_first",
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]: ...
+
+    def get_stats(self) -> SessionStats: ...
+
+    def __enter__(self) -> SessionMutation: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Branch(Protocol):
+    """A named tip (``pi.branch.tip/<name>``)."""
+
+    name: str
+
+    def get_tip_id(self) -> str | None: ...
+
+    def find_entries(
+        self,
+        *,
+        start: str | None = None,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: Literal["newest_first", "oldest_first"] = "newest_first",
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]: ...
+
+    def find_entry(self, **query: Any) -> Entry | None: ...
+
+    def append_message(self, message: JsonValue) -> str: ...
+
+    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str: ...
+
+
+class Session(Protocol):
+    """A session tree over one Storage: branches, names, labels, lists, custom entries, mutations."""
+
+    metadata: SessionMetadata
+    id_generator: IdGenerator
+
+    def begin_mutation(self) -> SessionMutation: ...
+
+    def mutate(self, callback: Callable[[SessionMutation], T]) -> T: ...
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]: ...
+
+    def get_entry(self, entry_id: str) -> Entry | None: ...
+
+    def get_value(self, address: Address) -> StoredValue | None: ...
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]: ...
+
+    def read_list(self, address: Address, **options: Any) -> list[ListElement]: ...
+
+    def scan_branch(self, start: str, **query: Any) -> list[Entry]: ...
+
+    def get_stats(self) -> SessionStats: ...
+
+    def get_name(self) -> str | None: ...
+
+    def get_label(self, target_id: str) -> str | None: ...
+
+    def set_value(self, address: Address, value: JsonValue) -> None: ...
+
+    def delete_value(self, address: Address) -> None: ...
+
+    def append_list(self, address: Address, element: JsonValue) -> None: ...
+
+    def delete_list(self, address: Address) -> None: ...
+
+    def set_name(self, name: str | None) -> None: ...
+
+    def set_label(self, target_id: str, label: str | None) -> None: ...
+
+    def branch(self, name: str) -> Branch | None: ...
+
+    def create_branch(self, name: str, at: str | None) -> Branch: ...
+
+    def find_entries(self, **query: Any) -> list[Entry]: ...
+
+    def find_entry(self, **query: Any) -> Entry | None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Session: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class SessionRepo(Protocol):
+    """Many sessions: create, open, list, delete and fork (pi's ``SessionRepo``), plus ``close``."""
+
+    def create(self, *, id: str | None = None, parent_session_id: str | None = None, **options: Any) -> Session:
+        """Create an empty session (no branches) and return it open."""
+        ...
+
+    def open(self, metadata: SessionMetadata) -> Session:
+        """Open a stored session; an already-open one is refused."""
+        ...
+
+    def list(self, **options: Any) -> list[SessionMetadata]:
+        """Metadata of every stored session, open or closed."""
+        ...
+
+    def delete(self, metadata: SessionMetadata) -> None:
+        """Delete a closed session."""
+        ...
+
+    def fork(self, source: SessionMetadata, options: ForkOptions) -> Session:
+        """Copy a branch or the whole tree of ``source`` into a new open session."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> SessionRepo: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class Capabilities:
+    """What a backend claims. The conformance suite skips tests whose capability is missing (naming it)
+    and checks the claims it can observe.
+    """
+
+    supports_reopen: bool = True
+    """Closed sessions can be opened again from the same repository."""
+    supports_streaming_fork: bool = True
+    """Forks preserve seqs and copy application lists (pi's streaming-fork suite)."""
+    supports_persistence: bool = False
+    """Sessions survive closing the repository and opening a new one at the same location."""
+    supports_concurrent_writers: bool = False
+    """Two repositories (processes) may append to one session safely."""
+    supports_atomic_replace: bool = False
+    """The backing store can replace a whole session atomically (publish, upgrade, compaction)."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a plugin's factory returns: a configured backend that opens repositories and storages."""
+
+    name: str
+    capabilities: Capabilities
+
+    def open_repo(self) -> SessionRepo:
+        """A repository at the configured location."""
+        ...
+
+    def open_storage(self) -> Storage:
+        """A fresh, empty storage for one session (used by the storage conformance suite)."""
+        ...

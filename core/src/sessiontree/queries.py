@@ -1,0 +1,76 @@
+"""Query options for the Storage read methods (pi's ``BranchScan``, ``EntryScan``, ``UsageScan``, ...).
+
+Cursors are plain seqs (pi's ``{seq}``); they are exclusive.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+__all__ = [
+    "BranchOrder",
+    "BranchScan",
+    "EntryScan",
+    "ListReadOptions",
+    "SeqOrder",
+    "UsageScan",
+    "LIST_READ_DEFAULT_LIMIT",
+    "LIST_READ_MAX_LIMIT",
+]
+
+BranchOrder = Literal["newest_first", "oldest_first"]
+SeqOrder = Literal["asc", "desc"]
+
+LIST_READ_DEFAULT_LIMIT = 1000
+LIST_READ_MAX_LIMIT = 10000
+
+
+@attrs.frozen(kw_only=True)
+class BranchScan:
+    """Walk from ``start`` to the root.
+
+    Order, then stop (inclusive, ``stop_at_id``/``stop_at_type``), then filters (``type``,
+    ``custom_type``), then the cursor, then ``limit``. ``None`` means "no filter" everywhere.
+    """
+
+    start: str
+    stop_at_type: str | None = None
+    stop_at_id: str | None = None
+    type: str | None = None
+    custom_type: str | None = None
+    order: BranchOrder = "newest_first"
+    limit: int | float | None = None
+    cursor: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class EntryScan:
+    """Every entry in seq order, filtered by type, custom type and an inclusive seq range."""
+
+    type: str | None = None
+    custom_type: str | None = None
+    from_seq: int | None = None
+    to_seq: int | None = None
+    order: SeqOrder = "asc"
+    limit: int | float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UsageScan:
+    """Usage rows in seq order within an inclusive seq range."""
+
+    from_seq: int | None = None
+    to_seq: int | None = None
+    order: SeqOrder = "asc"
+    limit: int | float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ListReadOptions:
+    """One page of a list: exclusive ``cursor`` seq, ``order`` and ``limit`` (default 1000, max 10000)."""
+
+    cursor: int | None = None
+    order: SeqOrder = "asc"
+    limit: int | float = LIST_READ_DEFAULT_LIMIT
