@@ -1,0 +1,1 @@
+"""JSONL sessiontree backend (pi format 4)."""

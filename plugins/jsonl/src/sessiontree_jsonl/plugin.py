@@ -1,0 +1,1 @@
+"""Entry-point module of the JSONL backend."""
