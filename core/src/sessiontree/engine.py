@@ -1,0 +1,537 @@
+"""The in-memory session state that memory and JSONL share (pi's ``InMemoryStorageState``).
+
+It assigns seqs, validates a whole commit before touching anything, applies it, and answers every read
+query with pi's exact semantics. It is not thread-safe by itself: storages serialize commits and guard
+reads (see :mod:`sessiontree.commit_queue`).
+
+Entries are held as :class:`EntryNode` records carrying the structural fields; the full entry is either
+held or loaded on demand through a loader, which lets a file-backed storage keep payloads on disk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import attrs
+
+from .contracts import BranchFork, ForkOptions
+from .errors import InvalidQueryError, StorageValidationError
+from .fork import (
+    DROP,
+    MISSING_ENTRY,
+    ForkPlan,
+    is_entry_copied_by,
+    project_fork_value,
+    require_configured_lane,
+    select_branch_fork,
+    tree_plan,
+)
+from .model import (
+    ABSENT,
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    ListElement,
+    SessionStats,
+    StoredValue,
+    Usage,
+    UsageRow,
+)
+from .queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
+from .usage import add_usage, empty_usage
+from .values import check_address_parts
+from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
+
+__all__ = ["EntryNode", "PreparedCommit", "SessionState", "js_string", "MAX_SAFE_INTEGER"]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+TIP_NAMESPACE = "pi.branch.tip"
+
+
+def is_safe_integer(value: object) -> bool:
+    """``Number.isSafeInteger``: an integral number (not a bool) within ±(2^53 − 1)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if isinstance(value, float):
+        return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
+    return False
+
+
+def js_string(value: object) -> str:
+    """How a JS template literal prints ``value`` (for pi-compatible messages)."""
+    if value is ABSENT:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
+
+
+def _slice_limit(limit: object) -> int | None:
+    """JS ``slice(0, max(0, limit))``: truncation, NaN → 0, ``None`` → no limit."""
+    if limit is None:
+        return None
+    if isinstance(limit, float):
+        if math.isnan(limit):
+            return 0
+        if math.isinf(limit):
+            return None if limit > 0 else 0
+        return max(0, math.trunc(limit))
+    return max(0, int(limit))  # type: ignore[call-overload]
+
+
+class EntryNode:
+    """Structural fields of one stored entry plus its full form (held, or loaded on demand)."""
+
+    __slots__ = ("id", "parent_id", "seq", "timestamp", "type", "custom_type", "_entry", "_loader")
+
+    def __init__(
+        self,
+        entry: Entry | None,
+        *,
+        id: str | None = None,
+        parent_id: str | None = None,
+        seq: int | None = None,
+        timestamp: int | None = None,
+        type: str | None = None,
+        custom_type: object = ABSENT,
+        loader: Callable[[EntryNode], Entry] | None = None,
+    ) -> None:
+        if entry is not None:
+            self.id = entry.id
+            self.parent_id = entry.parent_id
+            self.seq = entry.seq
+            self.timestamp = entry.timestamp
+            self.type = entry.type
+            self.custom_type = entry.custom_type
+        else:
+            self.id = id
+            self.parent_id = parent_id
+            self.seq = seq
+            self.timestamp = timestamp
+            self.type = type
+            self.custom_type = custom_type
+        self._entry = entry
+        self._loader = loader
+
+    @property
+    def entry(self) -> Entry:
+        """The full entry (decoded through the loader when it is not held)."""
+        if self._entry is not None:
+            return self._entry
+        assert self._loader is not None
+        return self._loader(self)
+
+    def structure(self) -> EntryStructure:
+        return EntryStructure(
+            id=self.id,  # type: ignore[arg-type]
+            parent_id=self.parent_id,
+            seq=self.seq,  # type: ignore[arg-type]
+            timestamp=self.timestamp,  # type: ignore[arg-type]
+            type=self.type,  # type: ignore[arg-type]
+            custom_type=self.custom_type,  # type: ignore[arg-type]
+        )
+
+
+@attrs.frozen(kw_only=True)
+class PreparedCommit:
+    """A validated commit not yet applied: committed writes (seqs set) and the result fields."""
+
+    writes: tuple[Write, ...]
+    first_seq: int
+    seqs: tuple[int, ...]
+    timestamp: int
+
+
+def _with_seq(write: Write, seq: int, timestamp: int) -> Write:
+    if isinstance(write, EntryWrite):
+        if not attrs.has(type(write.entry)):
+            raise StorageValidationError(f"Entry write does not hold an entry: {write.entry!r}")
+        return EntryWrite(attrs.evolve(write.entry, seq=seq, timestamp=timestamp))
+    if isinstance(write, UsageWrite):
+        if not isinstance(write.row, UsageRow):
+            raise StorageValidationError(f"Usage write does not hold a usage row: {write.row!r}")
+        return UsageWrite(attrs.evolve(write.row, seq=seq))
+    if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
+        return attrs.evolve(write, seq=seq)
+    raise StorageValidationError(f"Unsupported write: {write!r}")
+
+
+class SessionState:
+    """Complete materialized state of one session: entries, usage ledger, values, lists, stats."""
+
+    def __init__(self) -> None:
+        self.next_seq = 1
+        self._nodes: dict[str, EntryNode] = {}
+        self._node_list: list[EntryNode] = []
+        self._node_seqs: list[int] = []
+        self._usage: dict[str, UsageRow] = {}
+        self._usage_list: list[UsageRow] = []
+        self._values: dict[str, dict[str, StoredValue]] = {}
+        self._lists: dict[tuple[str, str], list[ListElement]] = {}
+        self._stats = SessionStats(message_count=0, usage=empty_usage())
+
+    # --- commits -------------------------------------------------------------------------------
+
+    def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
+        """Assign seqs from ``next_seq`` and the one timestamp, then validate. Mutates nothing."""
+        first = self.next_seq
+        committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
+        self.validate_committed(committed)
+        return PreparedCommit(
+            writes=committed,
+            first_seq=first,
+            seqs=tuple(range(first, first + len(committed))),
+            timestamp=timestamp,
+        )
+
+    def apply(self, prepared: PreparedCommit) -> CommitResult:
+        """Apply a prepared commit (it cannot fail) and return its result."""
+        stats = self.apply_committed(prepared.writes)
+        return CommitResult(
+            first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
+        )
+
+    def validate_committed(self, writes: Sequence[Write]) -> None:
+        """pi's ``validateCommittedWrites`` plus address checks (closing pi's mid-apply hole).
+
+        Raises :class:`StorageValidationError` at the first violation, in pi's order and wording.
+        """
+        previous = self.next_seq - 1
+        seen: set[str] = set()
+        seen_entries: set[str] = set()
+        nodes, usage = self._nodes, self._usage
+        for write in writes:
+            seq = write.seq
+            if not is_safe_integer(seq) or seq <= previous:  # type: ignore[operator]
+                raise StorageValidationError(f"Non-monotonic storage sequence: {js_string(seq)}")
+            previous = seq  # type: ignore[assignment]
+            if isinstance(write, EntryWrite):
+                entry = write.entry
+                entry_id = entry.id
+                if entry_id in nodes or entry_id in usage or entry_id in seen:
+                    raise StorageValidationError(f"Duplicate entry or usage id: {js_string(entry_id)}")
+                parent = entry.parent_id
+                if parent is not None and parent not in nodes and parent not in seen_entries:
+                    raise StorageValidationError(f"Missing parent entry: {js_string(parent)}")
+                seen_entries.add(entry_id)
+                seen.add(entry_id)
+            elif isinstance(write, UsageWrite):
+                row = write.row
+                if row.id in nodes or row.id in usage or row.id in seen:
+                    raise StorageValidationError(f"Duplicate entry or usage id: {js_string(row.id)}")
+                if not isinstance(row.usage, Usage):
+                    raise StorageValidationError("Cannot read properties of undefined (reading 'input')")
+                seen.add(row.id)
+            elif isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
+                check_address_parts(write.namespace, write.key)
+            else:
+                raise StorageValidationError(f"Unsupported write: {write!r}")
+
+    def apply_committed(self, writes: Iterable[Write]) -> SessionStats:
+        """Apply committed writes that passed :meth:`validate_committed`; returns the new stats."""
+        for write in writes:
+            if isinstance(write, EntryWrite):
+                self.add_entry_node(EntryNode(write.entry))
+            else:
+                self._apply_non_entry(write)
+            self.next_seq = write.seq + 1  # type: ignore[operator]
+        return self._stats
+
+    def add_entry_node(self, node: EntryNode) -> None:
+        """Store one validated entry node (used by replays that build lazy nodes)."""
+        self._nodes[node.id] = node  # type: ignore[index]
+        self._node_list.append(node)
+        self._node_seqs.append(node.seq)  # type: ignore[arg-type]
+        if node.type == "message":
+            self._stats = SessionStats(message_count=self._stats.message_count + 1, usage=self._stats.usage)
+        self.next_seq = node.seq + 1  # type: ignore[operator]
+
+    def _apply_non_entry(self, write: Write) -> None:
+        if isinstance(write, UsageWrite):
+            row = write.row
+            self._usage[row.id] = row
+            self._usage_list.append(row)
+            self._stats = SessionStats(
+                message_count=self._stats.message_count, usage=add_usage(self._stats.usage, row.usage)
+            )
+        elif isinstance(write, ValueSet):
+            self._values.setdefault(write.namespace, {})[write.key] = StoredValue(
+                address=Address(write.namespace, write.key, "value"), value=write.value, seq=write.seq  # type: ignore[arg-type]
+            )
+        elif isinstance(write, ValueDelete):
+            namespace = self._values.get(write.namespace)
+            if namespace is not None and namespace.pop(write.key, None) is not None and not namespace:
+                del self._values[write.namespace]
+        elif isinstance(write, ListAppend):
+            self._lists.setdefault((write.namespace, write.key), []).append(
+                ListElement(seq=write.seq, value=write.value)  # type: ignore[arg-type]
+            )
+        elif isinstance(write, ListDelete):
+            self._lists.pop((write.namespace, write.key), None)
+
+    def advance_next_seq(self, high_water_mark: int) -> None:
+        """Raise ``next_seq`` to at least ``high_water_mark`` (a JSONL header's ``nextSeq``)."""
+        if not is_safe_integer(high_water_mark) or high_water_mark < 1:
+            raise StorageValidationError(
+                f"Invalid storage sequence high-water mark: {js_string(high_water_mark)}"
+            )
+        self.next_seq = max(self.next_seq, int(high_water_mark))
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def has_entry(self, entry_id: str) -> bool:
+        return entry_id in self._nodes
+
+    def get_node(self, entry_id: str) -> EntryNode | None:
+        return self._nodes.get(entry_id)
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        nodes = self._nodes
+        found: dict[str, Entry] = {}
+        for entry_id in ids:
+            node = nodes.get(entry_id)
+            if node is not None and entry_id not in found:
+                found[entry_id] = node.entry
+        return found
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        namespace = self._values.get(address.namespace)
+        return None if namespace is None else namespace.get(address.key)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        namespace = self._values.get(prefix.namespace)
+        if not namespace:
+            return []
+        key_prefix = prefix.key
+        keys = sorted(k for k in namespace if k.startswith(key_prefix))
+        return [namespace[k] for k in keys]
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
+        options = options or ListReadOptions()
+        limit = options.limit
+        if not is_safe_integer(limit) or limit <= 0:  # type: ignore[operator]
+            raise InvalidQueryError("List read limit must be a positive safe integer")
+        limit = min(int(limit), LIST_READ_MAX_LIMIT)  # type: ignore[arg-type]
+        elements = self._lists.get((address.namespace, address.key))
+        if not elements:
+            return []
+        cursor = options.cursor
+        if options.order == "asc":
+            start = 0 if cursor is None else bisect.bisect_right(elements, cursor, key=_element_seq)
+            return elements[start : start + limit]
+        end = len(elements) if cursor is None else bisect.bisect_left(elements, cursor, key=_element_seq)
+        return elements[max(0, end - limit) : end][::-1]
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        return [node.entry for node in self._scan_branch_nodes(query)]
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        return [node.structure() for node in self._scan_branch_nodes(query)]
+
+    def _scan_branch_nodes(self, query: BranchScan) -> list[EntryNode]:
+        start = self._nodes.get(query.start)
+        if start is None:
+            raise StorageValidationError(f"Unknown branch start: {js_string(query.start)}")
+        limit = _slice_limit(query.limit)
+        if limit == 0:
+            # pi still walks (and would report corruption); our paths cannot be corrupt.
+            return []
+        path = self._walk_to_root(start) if query.order == "oldest_first" else None
+        ordered: Iterable[EntryNode] = reversed(path) if path is not None else self._iter_to_root(start)
+        stop_id, stop_type = query.stop_at_id, query.stop_at_type
+        want_type, want_custom = query.type, query.custom_type
+        cursor = query.cursor
+        oldest_first = query.order == "oldest_first"
+        result: list[EntryNode] = []
+        for node in ordered:
+            stop = (stop_id is not None and node.id == stop_id) or (
+                stop_type is not None and node.type == stop_type
+            )
+            if (
+                (want_type is None or node.type == want_type)
+                and (want_custom is None or node.custom_type == want_custom)
+                and (cursor is None or (node.seq > cursor if oldest_first else node.seq < cursor))  # type: ignore[operator]
+            ):
+                result.append(node)
+                if limit is not None and len(result) >= limit:
+                    break
+            if stop:
+                break
+        return result
+
+    def _iter_to_root(self, node: EntryNode) -> Iterator[EntryNode]:
+        nodes = self._nodes
+        current: EntryNode | None = node
+        while current is not None:
+            yield current
+            parent = current.parent_id
+            if parent is None:
+                return
+            current = nodes.get(parent)
+            if current is None:
+                raise StorageValidationError("Corrupt branch: missing parent")
+
+    def _walk_to_root(self, node: EntryNode) -> list[EntryNode]:
+        return list(self._iter_to_root(node))
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        return [node.entry for node in self.scan_entry_nodes(query)]
+
+    def scan_entry_nodes(self, query: EntryScan | None = None) -> list[EntryNode]:
+        query = query or EntryScan()
+        limit = _slice_limit(query.limit)
+        if limit == 0:
+            return []
+        seqs = self._node_seqs
+        lo = 0 if query.from_seq is None else bisect.bisect_left(seqs, query.from_seq)
+        hi = len(seqs) if query.to_seq is None else bisect.bisect_right(seqs, query.to_seq)
+        if lo >= hi:
+            return []
+        indices = range(hi - 1, lo - 1, -1) if query.order == "desc" else range(lo, hi)
+        nodes = self._node_list
+        want_type, want_custom = query.type, query.custom_type
+        if want_type is None and want_custom is None:
+            picked = indices if limit is None else indices[:limit]
+            return [nodes[i] for i in picked]
+        result: list[EntryNode] = []
+        for i in indices:
+            node = nodes[i]
+            if (want_type is None or node.type == want_type) and (
+                want_custom is None or node.custom_type == want_custom
+            ):
+                result.append(node)
+                if limit is not None and len(result) >= limit:
+                    break
+        return result
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        query = query or UsageScan()
+        rows = [
+            row
+            for row in self._usage_list
+            if (query.from_seq is None or row.seq >= query.from_seq)  # type: ignore[operator]
+            and (query.to_seq is None or row.seq <= query.to_seq)  # type: ignore[operator]
+        ]
+        if query.order == "desc":
+            rows.reverse()
+        limit = _slice_limit(query.limit)
+        return rows if limit is None else rows[:limit]
+
+    def get_stats(self) -> SessionStats:
+        return self._stats
+
+    # --- whole-state views ---------------------------------------------------------------------
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._node_list)
+
+    def iter_nodes(self) -> Iterator[EntryNode]:
+        """Entry nodes in seq order."""
+        return iter(self._node_list)
+
+    def iter_values(self) -> Iterator[StoredValue]:
+        """Every current scalar value, in no particular order."""
+        for namespace in self._values.values():
+            yield from namespace.values()
+
+    def iter_lists(self) -> Iterator[tuple[tuple[str, str], list[ListElement]]]:
+        """Every non-empty list as ``((namespace, key), elements)``."""
+        return iter(self._lists.items())
+
+    def iter_usage(self) -> Iterator[UsageRow]:
+        return iter(self._usage_list)
+
+    def iter_current_writes(self) -> Iterator[Write]:
+        """Committed writes that rebuild the current state, in seq order (for snapshot compaction).
+
+        Entries and usage rows are kept whole; only the surviving value and list writes are kept.
+        """
+        writes: list[Write] = [EntryWrite(node.entry) for node in self._node_list]
+        writes.extend(UsageWrite(row) for row in self._usage_list)
+        for stored in self.iter_values():
+            a = stored.address
+            writes.append(ValueSet(namespace=a.namespace, key=a.key, value=stored.value, seq=stored.seq))
+        for (namespace, key), elements in self._lists.items():
+            writes.extend(ListAppend(namespace=namespace, key=key, value=e.value, seq=e.seq) for e in elements)
+        writes.sort(key=_write_seq)
+        return iter(writes)
+
+    # --- fork ----------------------------------------------------------------------------------
+
+    def fork_plan(self, options: ForkOptions) -> ForkPlan:
+        """Select what a fork copies, with pi's checks in pi's order (§6.4)."""
+        if not isinstance(options, BranchFork):
+            return tree_plan()
+        tips = self._values.get(TIP_NAMESPACE, {})
+        tip = tips[options.branch].value if options.branch in tips else ABSENT
+        plan = select_branch_fork(options, tip, self._parent_of)
+        lane = options.branch
+        require_configured_lane(
+            lane,
+            lane in self._values.get("pi.lane.config", {}),
+            lane in self._values.get("pi.lane.state", {}),
+        )
+        return plan
+
+    def _parent_of(self, entry_id: str) -> object:
+        node = self._nodes.get(entry_id)
+        return MISSING_ENTRY if node is None else node.parent_id
+
+    def fork(self, options: ForkOptions) -> SessionState:
+        """pi's in-memory ``createFork``: a new state with the selected entries (shared, same seqs),
+        the projected values and list elements (same seqs), no usage ledger, and the same ``next_seq``.
+        """
+        plan = self.fork_plan(options)
+        copied = is_entry_copied_by(plan)
+        destination = SessionState()
+        for node in self._node_list:
+            if plan.scope == "tree" or node.id in plan.selected:
+                destination._add_copied_node(node)
+        for stored in sorted(self.iter_values(), key=_stored_seq):
+            a = stored.address
+            projected = project_fork_value(a.namespace, a.key, stored.value, plan, copied)
+            if projected is not DROP:
+                destination._values.setdefault(a.namespace, {})[a.key] = StoredValue(
+                    address=a, value=projected, seq=stored.seq
+                )
+        for (namespace, key), elements in self._lists.items():
+            kept = []
+            for element in elements:
+                projected = project_fork_value(namespace, key, element.value, plan, copied)
+                if projected is not DROP:
+                    kept.append(element if projected is element.value else ListElement(seq=element.seq, value=projected))
+            if kept:
+                destination._lists[(namespace, key)] = kept
+        destination.next_seq = self.next_seq
+        return destination
+
+    def _add_copied_node(self, node: EntryNode) -> None:
+        self._nodes[node.id] = node  # type: ignore[index]
+        self._node_list.append(node)
+        self._node_seqs.append(node.seq)  # type: ignore[arg-type]
+        if node.type == "message":
+            self._stats = SessionStats(message_count=self._stats.message_count + 1, usage=self._stats.usage)
+
+
+def _element_seq(element: ListElement) -> int:
+    return element.seq
+
+
+def _stored_seq(stored: StoredValue) -> int:
+    return stored.seq
+
+
+def _write_seq(write: Write) -> int:
+    return write.seq  # type: ignore[return-value]
