@@ -6,7 +6,8 @@ which makes it *committed*. Committed writes are what backends persist and repla
 
 from __future__ import annotations
 
-from typing import TypeAlias, Union
+from collections.abc import Mapping
+from typing import Any, TypeAlias, Union
 
 import attrs
 
@@ -27,6 +28,16 @@ __all__ = [
     "insert_usage",
     "set_value",
 ]
+
+
+def _extra_field() -> Any:
+    # Keys of a committed record read from a file that this version does not know (kept for rewrites).
+    return attrs.field(factory=dict, repr=False)
+
+
+def _wire_keys_field() -> Any:
+    # Key order of a committed record as read from a file; not part of the value (eq=False).
+    return attrs.field(default=None, eq=False, repr=False, hash=False)
 
 
 @attrs.frozen
@@ -59,6 +70,8 @@ class ValueSet:
     key: str
     value: JsonValue | Absent
     seq: int | None = None
+    extra: Mapping[str, JsonValue] = _extra_field()
+    wire_keys: tuple[str, ...] | None = _wire_keys_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -68,6 +81,8 @@ class ValueDelete:
     namespace: str
     key: str
     seq: int | None = None
+    extra: Mapping[str, JsonValue] = _extra_field()
+    wire_keys: tuple[str, ...] | None = _wire_keys_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -78,6 +93,8 @@ class ListAppend:
     key: str
     value: JsonValue | Absent
     seq: int | None = None
+    extra: Mapping[str, JsonValue] = _extra_field()
+    wire_keys: tuple[str, ...] | None = _wire_keys_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -87,6 +104,8 @@ class ListDelete:
     namespace: str
     key: str
     seq: int | None = None
+    extra: Mapping[str, JsonValue] = _extra_field()
+    wire_keys: tuple[str, ...] | None = _wire_keys_field()
 
 
 Write: TypeAlias = Union[EntryWrite, UsageWrite, ValueSet, ValueDelete, ListAppend, ListDelete]
