@@ -1,0 +1,270 @@
+"""Context building (pi-core.md §5): which entries shape the context and the messages they produce."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from sessiontree.context import (
+    build_context_entries,
+    build_session_context,
+    session_entry_to_context_messages,
+)
+from sessiontree.model import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    Entry,
+    JsonValue,
+    MessageEntry,
+    UnknownEntry,
+)
+
+_seq = itertools.count(1)
+
+
+def committed(kind: type, **fields: Any) -> Any:
+    seq = next(_seq)
+    fields.setdefault("id", f"e{seq}")
+    fields.setdefault("parent_id", None)
+    return kind(seq=seq, timestamp=1_000 + seq, **fields)
+
+
+def user(text: str) -> dict[str, JsonValue]:
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+def assistant(stop_reason: str, text: str = "answer") -> dict[str, JsonValue]:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": stop_reason}
+
+
+def message_entry(message: JsonValue, **fields: Any) -> MessageEntry:
+    result: MessageEntry = committed(MessageEntry, message=message, **fields)
+    return result
+
+
+def compaction(summary: str, retained_tail: list[JsonValue], tokens_before: float = 42) -> CompactionEntry:
+    result: CompactionEntry = committed(
+        CompactionEntry, summary=summary, retained_tail=retained_tail, tokens_before=tokens_before, from_hook=False
+    )
+    return result
+
+
+def branch_summary(summary: str, from_id: str | None = "x") -> BranchSummaryEntry:
+    result: BranchSummaryEntry = committed(BranchSummaryEntry, summary=summary, from_id=from_id, from_hook=False)
+    return result
+
+
+def custom(custom_type: str, data: JsonValue = None) -> CustomEntry:
+    result: CustomEntry = committed(CustomEntry, custom_type=custom_type, data=data)
+    return result
+
+
+# --- build_context_entries ----------------------------------------------------------------------
+
+
+def test_without_compaction_the_whole_path_is_kept_as_a_copy() -> None:
+    path: list[Entry] = [message_entry(user("a")), custom("c"), message_entry(user("b"))]
+    entries = build_context_entries(path)
+    assert entries == path
+    assert entries is not path
+
+
+def test_the_last_compaction_and_what_follows_survive() -> None:
+    first = compaction("S1", [])
+    second = compaction("S2", [])
+    after = message_entry(user("after"))
+    path: list[Entry] = [message_entry(user("a")), first, custom("c"), second, after]
+    assert build_context_entries(path) == [second, after]
+
+
+def test_empty_path() -> None:
+    assert build_context_entries([]) == []
+    assert build_session_context([]) == []
+
+
+# --- session_entry_to_context_messages ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("stop_reason", ["error", "aborted", "deferred"])
+def test_failed_assistant_messages_are_dropped(stop_reason: str) -> None:
+    assert session_entry_to_context_messages(message_entry(assistant(stop_reason))) == []
+
+
+@pytest.mark.parametrize("stop_reason", ["stop", "length", "toolUse"])
+def test_settled_assistant_messages_are_kept_by_reference(stop_reason: str) -> None:
+    message = assistant(stop_reason)
+    [produced] = session_entry_to_context_messages(message_entry(message))
+    assert produced is message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        user("hi"),
+        {"role": "toolResult", "toolCallId": "t", "content": [], "isError": True, "stopReason": "error"},
+        {"role": "system", "content": "s"},
+        {"role": "custom", "customType": "x", "content": "c", "display": True},
+        {"role": "bashExecution", "command": "ls", "output": "", "exitCode": 0},
+    ],
+)
+def test_non_assistant_messages_are_always_kept(message: dict[str, JsonValue]) -> None:
+    assert session_entry_to_context_messages(message_entry(message)) == [message]
+
+
+def test_terminate_flag_does_not_reach_the_message() -> None:
+    message = {"role": "toolResult", "toolCallId": "t", "content": []}
+    entry = message_entry(message, terminate=True)
+    assert session_entry_to_context_messages(entry) == [{"role": "toolResult", "toolCallId": "t", "content": []}]
+
+
+def test_compaction_yields_summary_with_entry_timestamp_then_filtered_tail() -> None:
+    kept = user("kept")
+    entry = compaction("S1", [assistant("error"), kept, assistant("aborted")], tokens_before=1234)
+    messages = session_entry_to_context_messages(entry)
+    assert messages == [
+        {"role": "compactionSummary", "summary": "S1", "tokensBefore": 1234, "timestamp": entry.timestamp},
+        kept,
+    ]
+    assert list(messages[0]) == ["role", "summary", "tokensBefore", "timestamp"]
+    assert messages[1] is kept
+
+
+def test_compaction_with_empty_summary_still_emits_its_summary() -> None:
+    entry = compaction("", [])
+    assert session_entry_to_context_messages(entry) == [
+        {"role": "compactionSummary", "summary": "", "tokensBefore": 42, "timestamp": entry.timestamp}
+    ]
+
+
+def test_compaction_details_and_usage_never_reach_the_summary() -> None:
+    entry = committed(
+        CompactionEntry, summary="S", retained_tail=[], tokens_before=1, details={"d": 1}, from_hook=True
+    )
+    [summary] = session_entry_to_context_messages(entry)
+    assert set(summary) == {"role", "summary", "tokensBefore", "timestamp"}
+
+
+def test_compaction_without_retained_tail_is_a_type_error() -> None:
+    entry = committed(CompactionEntry, summary="S", tokens_before=1, from_hook=False)
+    with pytest.raises(TypeError, match="retainedTail"):
+        session_entry_to_context_messages(entry)
+
+
+def test_absent_summary_fields_are_omitted_like_undefined_in_json() -> None:
+    entry = committed(CompactionEntry, retained_tail=[], from_hook=False)
+    assert session_entry_to_context_messages(entry) == [{"role": "compactionSummary", "timestamp": entry.timestamp}]
+
+
+def test_branch_summary_message_shape() -> None:
+    entry = branch_summary("BS", from_id="origin")
+    messages = session_entry_to_context_messages(entry)
+    assert messages == [{"role": "branchSummary", "summary": "BS", "fromId": "origin", "timestamp": entry.timestamp}]
+    assert list(messages[0]) == ["role", "summary", "fromId", "timestamp"]
+
+
+def test_branch_summary_from_root_keeps_null_from_id() -> None:
+    entry = branch_summary("BS", from_id=None)
+    assert session_entry_to_context_messages(entry)[0]["fromId"] is None
+
+
+def test_empty_branch_summary_yields_nothing() -> None:
+    assert session_entry_to_context_messages(branch_summary("")) == []
+    assert session_entry_to_context_messages(committed(BranchSummaryEntry, from_id=None, from_hook=False)) == []
+
+
+def test_custom_entries_never_project_themselves() -> None:
+    assert session_entry_to_context_messages(custom("app")) == []
+
+
+def test_message_entry_without_message_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="has no message"):
+        session_entry_to_context_messages(committed(MessageEntry))
+
+
+def test_unknown_entry_type_is_a_type_error_naming_the_entry() -> None:
+    entry = committed(UnknownEntry, type="future_kind", id="u1")
+    with pytest.raises(TypeError, match="'u1'.*'future_kind'"):
+        session_entry_to_context_messages(entry)
+    with pytest.raises(TypeError):
+        build_session_context([message_entry(user("a")), entry])
+
+
+def test_unknown_entry_before_the_last_compaction_is_dropped_silently() -> None:
+    path: list[Entry] = [committed(UnknownEntry, type="future_kind"), compaction("S", [])]
+    assert [m["role"] for m in build_session_context(path)] == ["compactionSummary"]
+
+
+# --- build_session_context ----------------------------------------------------------------------
+
+
+def test_pi_verified_example_from_the_spec() -> None:
+    kept = user("kept")
+    length = assistant("length")
+    first_compaction = compaction("S1", [assistant("error"), kept])
+    projected_message = {"role": "custom", "customType": "proj", "content": "projected"}
+    path: list[Entry] = [
+        message_entry(user("dropped by compaction")),
+        first_compaction,
+        custom("proj", {"n": 1}),
+        branch_summary(""),
+        branch_summary("BS", from_id="x"),
+        message_entry(assistant("aborted")),
+        message_entry(length),
+        custom("unproj"),
+    ]
+    bs = path[4]
+    context = build_session_context(path, entry_projectors={"proj": lambda entry: [projected_message]})
+    assert context == [
+        {"role": "compactionSummary", "summary": "S1", "tokensBefore": 42, "timestamp": first_compaction.timestamp},
+        kept,
+        projected_message,
+        {"role": "branchSummary", "summary": "BS", "fromId": "x", "timestamp": bs.timestamp},
+        length,
+    ]
+
+
+def test_projector_receives_the_entry_and_may_return_several_messages() -> None:
+    seen: list[CustomEntry] = []
+    entry = custom("app.note", {"text": "hello"})
+
+    def project(candidate: CustomEntry) -> list[JsonValue]:
+        seen.append(candidate)
+        return [user(candidate.data["text"]), user("second")]
+
+    assert build_session_context([entry], entry_projectors={"app.note": project}) == [user("hello"), user("second")]
+    assert seen == [entry]
+
+
+def test_projector_returning_none_contributes_nothing() -> None:
+    path: list[Entry] = [custom("app"), message_entry(user("a"))]
+    assert build_session_context(path, entry_projectors={"app": lambda entry: None}) == [user("a")]
+
+
+def test_custom_entries_without_projector_are_dropped() -> None:
+    path: list[Entry] = [custom("a"), message_entry(user("x")), custom("b")]
+    assert build_session_context(path) == [user("x")]
+    assert build_session_context(path, entry_projectors={"other": lambda entry: [user("never")]}) == [user("x")]
+
+
+def test_projector_errors_propagate() -> None:
+    def broken(entry: CustomEntry) -> list[JsonValue]:
+        raise KeyError("projector failed")
+
+    with pytest.raises(KeyError, match="projector failed"):
+        build_session_context([custom("app")], entry_projectors={"app": broken})
+
+
+def test_projectors_do_not_see_custom_entries_before_the_last_compaction() -> None:
+    calls: list[str] = []
+
+    def project(entry: CustomEntry) -> list[JsonValue]:
+        calls.append(entry.id)
+        return []
+
+    before = custom("app")
+    after = custom("app")
+    build_session_context([before, compaction("S", []), after], entry_projectors={"app": project})
+    assert calls == [after.id]
