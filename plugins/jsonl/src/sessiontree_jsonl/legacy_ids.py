@@ -1,0 +1,67 @@
+"""Deterministic ids for imported legacy v3 records.
+
+pi mints a fresh random ``uuidv7(Date.parse(record.timestamp))`` for every retained record on every
+open, so labels, tips and fork entry ids taken from one read-only open are wrong in the next
+(pi-formats.md §12 item 5). sessiontree mints the same UUIDv7 layout — the 48-bit legacy timestamp,
+version 7, variant ``10`` — but takes the remaining 74 bits from SHA-256 of the session id and the legacy
+record id. The same file therefore yields the same ids on every open, in every process, and after the
+upgrade to format 4 the frozen ids are the ones every earlier read-only open already showed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from sessiontree.ids import MAX_UUIDV7_TIMESTAMP
+
+__all__ = ["LegacyIdKey", "legacy_id_key", "legacy_uuidv7"]
+
+_TIMESTAMP_RANGE_MESSAGE = f"UUIDv7 timestamp must be an integer between 0 and {MAX_UUIDV7_TIMESTAMP}"
+_DOMAIN = b"sessiontree/legacy-v3-id/1\x00"
+
+LegacyIdKey = tuple[str, object]
+"""A hashable identity for a legacy id with JS ``Map`` semantics (``1`` and ``"1"`` differ)."""
+
+
+def legacy_id_key(legacy_id: object) -> LegacyIdKey:
+    """The ``Map`` key of a legacy id: strings, numbers, booleans and null by value; objects by identity."""
+    if isinstance(legacy_id, str):
+        return ("s", legacy_id)
+    if legacy_id is None:
+        return ("null", None)
+    if isinstance(legacy_id, bool):
+        return ("bool", legacy_id)
+    if isinstance(legacy_id, (int, float)):
+        return ("number", float(legacy_id) if legacy_id == legacy_id else "NaN")
+    # JSON objects and arrays are never equal to another parsed value, as in a JS Map.
+    return ("object", id(legacy_id))
+
+
+def legacy_uuidv7(session_id: str, legacy_id: str, timestamp_ms: object) -> str:
+    """The UUIDv7 of legacy record ``legacy_id`` of session ``session_id``, stamped ``timestamp_ms``.
+
+    ``timestamp_ms`` is ``Date.parse(record.timestamp)``; anything but an integer in ``[0, 2^48 - 1]``
+    raises ``ValueError`` with pi's ``RangeError`` text.
+    """
+    if (
+        isinstance(timestamp_ms, bool)
+        or not isinstance(timestamp_ms, (int, float))
+        or timestamp_ms != timestamp_ms
+        or int(timestamp_ms) != timestamp_ms
+        or not 0 <= timestamp_ms <= MAX_UUIDV7_TIMESTAMP
+    ):
+        raise ValueError(_TIMESTAMP_RANGE_MESSAGE)
+    digest = hashlib.sha256(
+        _DOMAIN
+        + session_id.encode("utf-8", "surrogatepass")
+        + b"\x00"
+        + legacy_id.encode("utf-8", "surrogatepass")
+    ).digest()
+    data = bytearray(16)
+    data[0:6] = int(timestamp_ms).to_bytes(6, "big")
+    data[6] = 0x70 | (digest[0] & 0x0F)
+    data[7] = digest[1]
+    data[8] = 0x80 | (digest[2] & 0x3F)
+    data[9:16] = digest[3:10]
+    text = data.hex()
+    return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"

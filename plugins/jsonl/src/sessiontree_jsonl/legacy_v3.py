@@ -1,0 +1,792 @@
+"""Import of pi CLI session files (legacy JSONL v3) as format-4 writes (pi's ``jsonl/legacy-v3.js``).
+
+A v3 file is a header ``{"type":"session","version":3,id,timestamp,cwd[,parentSession]}`` followed by
+one record per line, each with ``id``/``parentId`` links. :class:`LegacyV3Source` reads it in two passes
+over one open file handle, as pi does (pi-formats.md §5):
+
+1. :meth:`LegacyV3Source.read` takes the inventory: record types, parent links, seqs, ids, the session
+   name, labels, imported usage and the lane configuration of ``main``; every structural error surfaces
+   here with pi's message.
+2. :meth:`LegacyV3Source.records` yields the committed format-4 writes: one entry per retained record
+   (key order ``kind,id,parentId,seq,timestamp,type,…``), then the derived values (``kind,op,namespace,
+   key,value,seq``), exactly what pi's upgrade writes as single-object lines.
+
+Where sessiontree does better than pi 0.87.1, and how (``compatibility="extended"``, the default):
+
+* **Stable ids.** pi mints random ids on every open; here each retained record gets a UUIDv7 carrying
+  its legacy timestamp and bits hashed from (session id, legacy id) — see :mod:`.legacy_ids` — so the
+  same file has the same ids on every open and after the upgrade.
+* **The CLI's ``usage`` records** (cache warming: ``{kind, provider, model, usage}``) are kept as custom
+  entries ``customType: "legacy_v3.usage"`` whose ``data`` holds every field of the record except
+  ``type``/``id``/``parentId``/``timestamp``; their ``usage`` joins the imported usage total when it is an
+  object with a ``cost`` object.
+* **The CLI's ``context_edit`` records** (``{targetId, replacement}``) are kept as custom entries
+  ``customType: "legacy_v3.context_edit"`` with the same ``data`` rule, ``targetId`` mapped to the
+  imported id of its target (``null`` when it has none) and the original in ``legacyTargetId``. Custom
+  entries never reach the context on their own, so the edit is preserved, not applied; a host may
+  register an entry projector for it.
+* **Keep-nothing compactions** (``firstKeptEntryId`` equal to the compaction's own id, what the CLI
+  writes for "keep nothing") import with an empty ``retainedTail``.
+
+``compatibility="pi"`` reproduces pi 0.87.1 exactly: those three fail the whole file with pi's messages.
+Offset-less timestamps are read in ``local_timezone`` (UTC by default, see :mod:`.legacy_dates`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+import attrs
+
+from sessiontree import jsjson
+from sessiontree.errors import StorageFormatError
+from sessiontree.fs import FileHandle, FileSystem, TextLine
+from sessiontree.model import ABSENT, JsonValue
+from sessiontree.wire import committed_write_from_wire
+from sessiontree.writes import Write
+
+from .legacy_dates import js_date_parse
+from .legacy_ids import LegacyIdKey, legacy_id_key, legacy_uuidv7
+from .lines import iter_handle_lines
+
+__all__ = [
+    "CONTEXT_EDIT_CUSTOM_TYPE",
+    "USAGE_CUSTOM_TYPE",
+    "LegacyV3Error",
+    "LegacyV3Header",
+    "LegacyV3Options",
+    "LegacyV3Source",
+    "is_legacy_v3_header",
+    "parse_legacy_v3_header",
+    "resolve_legacy_parent",
+]
+
+Compatibility = Literal["extended", "pi"]
+
+USAGE_CUSTOM_TYPE = "legacy_v3.usage"
+"""``customType`` of the entries the CLI's ``usage`` records become."""
+CONTEXT_EDIT_CUSTOM_TYPE = "legacy_v3.context_edit"
+"""``customType`` of the entries the CLI's ``context_edit`` records become."""
+
+_RETAINED = frozenset({"message", "custom_message", "custom", "compaction", "branch_summary"})
+_DISCARDED = frozenset({"model_change", "thinking_level_change", "active_tools_change", "session_info", "label"})
+_EXTENDED = {"usage": USAGE_CUSTOM_TYPE, "context_edit": CONTEXT_EDIT_CUSTOM_TYPE}
+_LANE_KINDS = frozenset({"model_change", "thinking_level_change", "active_tools_change"})
+_RECORD_LINK_KEYS = frozenset({"type", "id", "parentId", "timestamp"})
+_IDLE_LANE_STATE: dict[str, JsonValue] = {"currentOperationId": None, "lastOperationId": None, "inbox": []}
+
+
+class LegacyV3Error(StorageFormatError):
+    """A v3 file pi refuses to import. The message is pi's, word for word (pi adds no path or line to
+    most of them; :attr:`path` and :attr:`line` carry them here).
+    """
+
+
+@attrs.frozen(kw_only=True)
+class LegacyV3Options:
+    """How to read v3 files."""
+
+    compatibility: Compatibility = "extended"
+    """``"extended"`` accepts the CLI records pi 0.87.1 rejects (module docs); ``"pi"`` rejects them."""
+    local_timezone: _dt.tzinfo = _dt.timezone.utc
+    """Zone of timestamps written without an offset (JS reads them as process-local time)."""
+
+
+# --- JS semantics the importer inherits ---------------------------------------------------------
+
+
+def _js_text(value: object) -> str:
+    """JS ``String(value)`` (template literals) for parsed JSON values."""
+    if value is ABSENT:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return jsjson.format_number(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ",".join("" if item is None or item is ABSENT else _js_text(item) for item in value)
+    return "[object Object]"
+
+
+def _js_truthy(value: object) -> bool:
+    if value is ABSENT or value is None or value is False:
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value == value and value != 0
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def _js_get(obj: object, key: str) -> object:
+    """``obj.key``: ABSENT when missing; reading from null/undefined raises pi's TypeError text."""
+    if isinstance(obj, dict):
+        return obj.get(key, ABSENT)
+    if obj is None or obj is ABSENT:
+        raise LegacyV3Error(f"Cannot read properties of {_js_text(obj)} (reading '{key}')")
+    if isinstance(obj, (str, list)) and key == "length":
+        return len(obj)
+    return ABSENT
+
+
+def _to_number(value: object) -> float:
+    if value is ABSENT:
+        return math.nan
+    if value is None or value is False:
+        return 0
+    if value is True:
+        return 1
+    return value  # type: ignore[return-value]
+
+
+def _js_add(left: object, right: object) -> object:
+    """JS binary ``+`` on parsed JSON values (numbers add, anything stringy concatenates)."""
+    if isinstance(left, (str, list, dict)) or isinstance(right, (str, list, dict)):
+        return _js_text(left) + _js_text(right)
+    return _to_number(left) + _to_number(right)
+
+
+_USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
+_COST_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "total")
+
+
+def _add_usage(total: dict[str, Any], usage: object) -> dict[str, Any]:
+    """pi's ``addUsage(total, usage)`` over raw JSON, with JS arithmetic (a missing number gives NaN)."""
+    result: dict[str, Any] = {}
+    for field in _USAGE_FIELDS:
+        result[field] = _js_add(total[field], _js_get(usage, field))
+    for optional in ("cacheWrite1h", "reasoning"):
+        mine, theirs = total.get(optional, ABSENT), _js_get(usage, optional)
+        if mine is not ABSENT or theirs is not ABSENT:
+            result[optional] = _js_add(0 if mine is ABSENT else mine, 0 if theirs is ABSENT else theirs)
+    result["totalTokens"] = _js_add(total["totalTokens"], _js_get(usage, "totalTokens"))
+    cost = _js_get(usage, "cost")
+    result["cost"] = {field: _js_add(total["cost"][field], _js_get(cost, field)) for field in _COST_FIELDS}
+    return result
+
+
+def _empty_usage() -> dict[str, Any]:
+    return {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def _spread(value: object) -> list[JsonValue]:
+    """``[...entry.activeToolNames]``: arrays are copied, strings split into code points."""
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, str):
+        return list(value)
+    raise LegacyV3Error("entry.activeToolNames is not iterable")
+
+
+def _parse_record(text: str) -> JsonValue:
+    try:
+        return jsjson.loads(text)
+    except jsjson.JSONDecodeError as error:
+        cause: Exception = error
+        if not text.strip(" \t\r\n"):
+            cause = jsjson.JSONDecodeError("Unexpected end of JSON input")
+        raise LegacyV3Error("Invalid legacy v3 JSONL record: not valid JSON") from cause
+
+
+# --- header -------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class LegacyV3Header:
+    """A valid v3 header: ``created_at`` is ``Date.parse(timestamp)``."""
+
+    id: str
+    created_at: int
+    cwd: str
+    parent_session: str | None = None
+
+
+def parse_legacy_v3_header(
+    value: JsonValue, *, local_timezone: _dt.tzinfo = _dt.timezone.utc
+) -> LegacyV3Header | None:
+    """The header if ``value`` is a valid v3 header (pi's ``isLegacyV3SessionHeader``), else ``None``.
+
+    Requires ``type: "session"``, ``version`` the number 3, string ``id`` and ``cwd``, a ``Date.parse``-able
+    ``timestamp`` and an absent or string ``parentSession``; other keys are ignored.
+    """
+    if not isinstance(value, dict) or value.get("type") != "session":
+        return None
+    version = value.get("version")
+    if isinstance(version, bool) or not isinstance(version, (int, float)) or version != 3:
+        return None
+    session_id, cwd, parent = value.get("id"), value.get("cwd"), value.get("parentSession", ABSENT)
+    if not isinstance(session_id, str) or not isinstance(cwd, str):
+        return None
+    if parent is not ABSENT and not isinstance(parent, str):
+        return None
+    created_at = js_date_parse(value.get("timestamp"), local_timezone=local_timezone)
+    if created_at is None:
+        return None
+    return LegacyV3Header(
+        id=session_id, created_at=created_at, cwd=cwd, parent_session=None if parent is ABSENT else parent
+    )
+
+
+def is_legacy_v3_header(value: JsonValue, *, local_timezone: _dt.tzinfo = _dt.timezone.utc) -> bool:
+    """Whether ``value`` is a valid v3 header (see :func:`parse_legacy_v3_header`)."""
+    return parse_legacy_v3_header(value, local_timezone=local_timezone) is not None
+
+
+def resolve_legacy_parent(
+    fs: FileSystem,
+    parent_session: str,
+    *,
+    is_header: Callable[[JsonValue], str | None],
+) -> dict[str, str]:
+    """``{"parentSessionId": id}`` when ``parent_session`` names a file whose first line is any valid
+    header (``is_header`` returns its id), else ``{"legacyParentSessionPath": parent_session}``.
+
+    A relative path is resolved against the file system's working directory, as pi does. A missing
+    or unreadable file, or a bad header, falls back to the path (never an error).
+    """
+    try:
+        line = fs.read_first_line(fs.absolute(parent_session))
+    except OSError:
+        line = None
+    if line is not None:
+        try:
+            parent_id = is_header(jsjson.loads(line.text))
+        except jsjson.JSONDecodeError:
+            parent_id = None
+        if parent_id is not None:
+            return {"parentSessionId": parent_id}
+    return {"legacyParentSessionPath": parent_session}
+
+
+# --- pass 1: inventory --------------------------------------------------------------------------
+
+
+class _Record:
+    """What pass 1 remembers of one legacy record."""
+
+    __slots__ = ("key", "legacy_id", "type", "parent", "mapped_id", "seq", "line", "lane_value")
+
+    def __init__(self, key: LegacyIdKey, legacy_id: object, record_type: str, parent: _Record | None, line: int):
+        self.key = key
+        self.legacy_id = legacy_id
+        self.type = record_type
+        self.parent = parent
+        self.mapped_id: str | None = None
+        self.seq: int | None = None
+        self.line = line
+        self.lane_value: object = ABSENT
+
+
+@attrs.frozen(kw_only=True)
+class _CompactionPlan:
+    first_kept: LegacyIdKey | None
+    keep_nothing: bool
+
+
+class LegacyV3Source:
+    """An open legacy v3 session file: its inventory (pass 1) and its format-4 writes (pass 2).
+
+    Use :meth:`read`; close it (or use it as a context manager) to release the file handle. Every pass
+    reads the same open file, so a concurrent replace of the path does not change what it sees.
+    """
+
+    def __init__(self, handle: FileHandle, path: str, header: LegacyV3Header, options: LegacyV3Options) -> None:
+        self._handle = handle
+        self.path = path
+        self.legacy_header = header
+        self.options = options
+        self._records: dict[LegacyIdKey, _Record] = {}
+        self._ordered: list[_Record] = []
+        self._compactions: dict[LegacyIdKey, _CompactionPlan] = {}
+        self._needed: set[LegacyIdKey] = set()
+        self._values: list[dict[str, JsonValue]] = []
+        self._size = 0
+        self.entry_count = 0
+        """Number of retained records (format-4 entries)."""
+        self.imported_usage: dict[str, Any] = _empty_usage()
+        """pi's imported usage total (``usage`` wire object; numbers may be NaN, as in pi)."""
+        self.parent_fields: dict[str, str] = {}
+        """``parentSessionId`` or ``legacyParentSessionPath`` (or nothing)."""
+
+    # -- opening ------------------------------------------------------------------------------------
+
+    @classmethod
+    def read(
+        cls,
+        fs: FileSystem,
+        path: str,
+        *,
+        options: LegacyV3Options | None = None,
+        is_header: Callable[[JsonValue], str | None] | None = None,
+    ) -> LegacyV3Source:
+        """Open ``path`` and take its inventory (pass 1 plus the derived values).
+
+        ``is_header`` tells whether a parsed first line is a session header and returns its id (for
+        ``parentSession``); by default any valid format-4 or v3 header counts, as in pi.
+        Raises :class:`LegacyV3Error` (pi's messages) and :class:`OSError`.
+        """
+        options = options or LegacyV3Options()
+        handle = fs.open_file(path)
+        try:
+            size = handle.size()
+            lines = iter_handle_lines(handle, limit=size)
+            first = next(lines, None)
+            header = None
+            if first is not None and first.terminated:
+                try:
+                    header = parse_legacy_v3_header(jsjson.loads(first.text), local_timezone=options.local_timezone)
+                except jsjson.JSONDecodeError:
+                    header = None
+            if header is None:
+                raise LegacyV3Error(f"Invalid legacy v3 JSONL header: {path}", path=path, line=1)
+            source = cls(handle, path, header, options)
+            source._size = size
+            source._take_inventory(lines)
+            source._derive_values()
+            if header.parent_session is not None:
+                source.parent_fields = resolve_legacy_parent(
+                    fs, header.parent_session, is_header=is_header or _v3_header_id(options)
+                )
+        except BaseException:
+            handle.close()
+            raise
+        return source
+
+    def close(self) -> None:
+        """Release the file handle (idempotent)."""
+        self._handle.close()
+
+    def __enter__(self) -> LegacyV3Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what the inventory tells -------------------------------------------------------------------
+
+    @property
+    def next_seq(self) -> int:
+        """The seq after the last derived value (the normalized header's ``nextSeq``)."""
+        return self.entry_count + len(self._values) + 1
+
+    @property
+    def header(self) -> dict[str, JsonValue]:
+        """The normalized format-4 header in the upgrade's key order (pi-formats.md §2.2), with ``nextSeq``."""
+        h = self.legacy_header
+        out: dict[str, JsonValue] = {
+            "v": 4,
+            "kind": "header",
+            "id": h.id,
+            "createdAt": h.created_at,
+            "storageVersion": 1,
+            "cwd": h.cwd,
+        }
+        out.update(self.parent_fields)
+        out["nextSeq"] = self.next_seq
+        return out
+
+    def entry_id_of(self, legacy_id: object) -> str | None:
+        """The format-4 id a legacy id maps to: the record's own id, or for a discarded record its
+        nearest retained ancestor's (``None`` at the root). Unknown ids raise :class:`KeyError`."""
+        return self._records[legacy_id_key(legacy_id)].mapped_id
+
+    def is_retained(self, legacy_id: object) -> bool:
+        """Whether the legacy record became an entry (``False`` for discarded types and unknown ids)."""
+        record = self._records.get(legacy_id_key(legacy_id))
+        return record is not None and record.seq is not None
+
+    def _error(self, message: str, line: int | None = None) -> LegacyV3Error:
+        return LegacyV3Error(message, path=self.path, line=line)
+
+    def _take_inventory(self, lines: Iterator[TextLine]) -> None:
+        extended = self.options.compatibility == "extended"
+        final: _Record | None = None
+        name: object = ABSENT
+        labels: list[tuple[object, object]] = []
+        usage = self.imported_usage
+        line_number = 1
+        for line in lines:
+            line_number += 1
+            if not line.terminated:
+                break  # a torn final line is ignored (and left in place)
+            record = _parse_record(line.text)
+            record_type = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
+            if not isinstance(record_type, str) or not (
+                record_type in _RETAINED or record_type in _DISCARDED or (extended and record_type in _EXTENDED)
+            ):
+                raise self._error(f"Unsupported legacy v3 record type: {_js_text(record_type)}", line_number)
+            assert isinstance(record, dict)
+            legacy_id = record.get("id", ABSENT)
+            key = legacy_id_key(legacy_id)
+            if key in self._records:
+                raise self._error(f"Duplicate legacy v3 entry id: {_js_text(legacy_id)}", line_number)
+            parent_id = record.get("parentId", ABSENT)
+            parent: _Record | None = None
+            if parent_id is not None:
+                parent = self._records.get(legacy_id_key(parent_id))
+                if parent is None:
+                    raise self._error(
+                        f"Legacy v3 entry {_js_text(legacy_id)} has a missing or forward parent at line "
+                        f"{line_number}: {_js_text(parent_id)}",
+                        line_number,
+                    )
+            entry = _Record(key, legacy_id, record_type, parent, line_number)
+            if record_type in _DISCARDED:
+                entry.mapped_id = None if parent is None else parent.mapped_id
+            else:
+                if legacy_id is None:
+                    raise self._error("Legacy v3 entry reference has no retained ancestor: null", line_number)
+                timestamp = js_date_parse(record.get("timestamp", ABSENT), local_timezone=self.options.local_timezone)
+                try:
+                    entry.mapped_id = legacy_uuidv7(self.legacy_header.id, _id_text(legacy_id), timestamp)
+                except ValueError as error:
+                    raise self._error(str(error), line_number) from None
+                self.entry_count += 1
+                entry.seq = self.entry_count
+            self._records[key] = entry
+            self._ordered.append(entry)
+            final = entry
+
+            if record_type == "session_info":
+                name = record.get("name", ABSENT)
+            elif record_type == "label":
+                labels.append((record.get("targetId", ABSENT), record.get("label", ABSENT)))
+            elif record_type in _LANE_KINDS:
+                entry.lane_value = _lane_value(record_type, record)
+            elif record_type == "message":
+                message = record.get("message", ABSENT)
+                if _js_get(message, "role") in ("assistant", "toolResult"):
+                    message_usage = _js_get(message, "usage")
+                    if message_usage is not ABSENT:
+                        usage = _add_usage(usage, message_usage)
+            elif record_type in ("compaction", "branch_summary"):
+                record_usage = record.get("usage", ABSENT)
+                if record_usage is not ABSENT:
+                    usage = _add_usage(usage, record_usage)
+                if record_type == "compaction":
+                    self._plan_compaction(entry, record)
+            elif record_type == "usage":
+                record_usage = record.get("usage", ABSENT)
+                if isinstance(record_usage, dict) and isinstance(record_usage.get("cost"), dict):
+                    usage = _add_usage(usage, record_usage)
+        self.imported_usage = usage
+        self._final = final
+        self._name = name
+        self._labels = labels
+        self._mark_needed()
+
+    def _plan_compaction(self, entry: _Record, record: dict[str, Any]) -> None:
+        first_kept = record.get("firstKeptEntryId", ABSENT)
+        keep_nothing = self.options.compatibility == "extended" and first_kept is not ABSENT and (
+            legacy_id_key(first_kept) == entry.key
+        )
+        self._compactions[entry.key] = _CompactionPlan(
+            first_kept=None if first_kept is ABSENT else legacy_id_key(first_kept), keep_nothing=keep_nothing
+        )
+
+    def _mark_needed(self) -> None:
+        """Mark the records whose context projection some compaction's retained tail needs."""
+        for key, plan in self._compactions.items():
+            if plan.keep_nothing or plan.first_kept is None:
+                continue
+            walker = self._records[key].parent
+            while walker is not None:
+                if walker.seq is not None and walker.type != "custom":
+                    self._needed.add(walker.key)
+                if walker.key == plan.first_kept:
+                    break
+                walker = walker.parent
+
+    # -- derived values -----------------------------------------------------------------------------
+
+    def _resolve(self, legacy_id: object) -> str | None:
+        if legacy_id is None:
+            return None
+        record = self._records.get(legacy_id_key(legacy_id))
+        if record is None:
+            raise self._error(f"Missing legacy v3 entry reference: {_js_text(legacy_id)}")
+        return record.mapped_id
+
+    def _derive_values(self) -> None:
+        values: list[tuple[str, str, JsonValue]] = []
+        if _js_truthy(self._name):
+            values.append(("pi.session.name", "", self._name))
+        labels: dict[str, JsonValue] = {}
+        for target_id, label in self._labels:
+            target = self._resolve(target_id)
+            if target is None:
+                continue
+            if _js_truthy(label):
+                labels[target] = label  # a JS Map keeps an existing key's position
+            else:
+                labels.pop(target, None)
+        values.extend(("pi.entry.label", target, label) for target, label in labels.items())
+        final = self._final
+        values.append(("pi.branch.tip", "main", None if final is None else final.mapped_id))
+        lane = self._lane_configuration()
+        if lane is not None:
+            values.append(("pi.lane.config", "main", lane))
+            values.append(("pi.lane.state", "main", dict(_IDLE_LANE_STATE, inbox=[])))
+        first = self.entry_count + 1
+        self._values = [
+            {"kind": "value", "op": "set", "namespace": ns, "key": key, "value": value, "seq": first + i}
+            for i, (ns, key, value) in enumerate(values)
+        ]
+
+    def _lane_configuration(self) -> dict[str, JsonValue] | None:
+        found: dict[str, object] = {}
+        walker = self._final
+        while walker is not None and len(found) < 3:
+            if walker.type in _LANE_KINDS and walker.type not in found:
+                found[walker.type] = walker.lane_value
+                if walker.type == "active_tools_change":
+                    found[walker.type] = _spread(walker.lane_value)
+            walker = walker.parent
+        if "model_change" not in found or "thinking_level_change" not in found:
+            return None
+        return {
+            "model": found["model_change"],
+            "thinkingLevel": found["thinking_level_change"],
+            "activeToolNames": found.get("active_tools_change", []),
+        }
+
+    # -- pass 2: materialization --------------------------------------------------------------------
+
+    def records(self) -> Iterator[dict[str, JsonValue]]:
+        """The committed format-4 writes in seq order, as wire objects in the upgrade's key order:
+        one entry per retained record, then the derived values. Re-reads the open file.
+
+        Raises :class:`LegacyV3Error` for reference errors pi finds only here (an unknown
+        ``branch_summary.fromId``, a ``firstKeptEntryId`` off the compaction's branch) and
+        ``Legacy v3 source changed`` / ``… ended before captured entries`` if the file no longer
+        matches the inventory.
+        """
+        lines = iter_handle_lines(self._handle, limit=self._size)
+        first = next(lines, None)
+        header = None
+        if first is not None and first.terminated:
+            try:
+                header = parse_legacy_v3_header(jsjson.loads(first.text), local_timezone=self.options.local_timezone)
+            except jsjson.JSONDecodeError:
+                header = None
+        if header is None or header.id != self.legacy_header.id or header.cwd != self.legacy_header.cwd:
+            raise self._error("Legacy v3 source header changed")
+        projections: dict[LegacyIdKey, JsonValue] = {}
+        for expected in self._ordered:
+            line = next(lines, None)
+            if line is None or not line.terminated:
+                raise self._error("Legacy v3 source ended before captured entries")
+            record = _parse_record(line.text)
+            if (
+                not isinstance(record, dict)
+                or record.get("type", ABSENT) != expected.type
+                or legacy_id_key(record.get("id", ABSENT)) != expected.key
+            ):
+                raise self._error("Legacy v3 source changed", expected.line)
+            if expected.seq is None:
+                continue
+            timestamp = js_date_parse(record.get("timestamp", ABSENT), local_timezone=self.options.local_timezone)
+            entry = self._materialize(expected, record, timestamp, projections)
+            if expected.key in self._needed:
+                projection = self._project(expected, record, entry, timestamp)
+                if projection is not ABSENT:
+                    projections[expected.key] = projection
+            yield entry
+        yield from (dict(value) for value in self._values)
+
+    def writes(self) -> Iterator[Write]:
+        """:meth:`records` decoded as committed :class:`~sessiontree.writes.Write` objects (they keep the
+        upgrade key order, so re-encoding them gives the same lines)."""
+        for record in self.records():
+            yield committed_write_from_wire(record)
+
+    def _materialize(
+        self, entry: _Record, record: dict[str, Any], timestamp: int | None, projections: dict[LegacyIdKey, JsonValue]
+    ) -> dict[str, JsonValue]:
+        parent = entry.parent
+        out: dict[str, JsonValue] = {
+            "kind": "entry",
+            "id": entry.mapped_id,
+            "parentId": None if parent is None else parent.mapped_id,
+            "seq": entry.seq,
+            "timestamp": timestamp,
+        }
+        get = record.get
+        kind = entry.type
+        if kind == "message":
+            out.update(type="message", message=get("message", ABSENT))
+        elif kind == "custom_message":
+            out.update(type="message", message=_custom_message(record, timestamp))
+        elif kind == "branch_summary":
+            from_id = get("fromId", ABSENT)
+            out.update(
+                type="branch_summary",
+                fromId=None if from_id == "root" else self._resolve(from_id),
+                summary=get("summary", ABSENT),
+                details=get("details", ABSENT),
+                usage=get("usage", ABSENT),
+                fromHook=_nullish(get("fromHook", ABSENT), False),
+            )
+        elif kind == "compaction":
+            out.update(
+                type="compaction",
+                summary=get("summary", ABSENT),
+                retainedTail=self._retained_tail(entry, projections),
+                tokensBefore=get("tokensBefore", ABSENT),
+                details=get("details", ABSENT),
+                usage=get("usage", ABSENT),
+                fromHook=_nullish(get("fromHook", ABSENT), False),
+            )
+        elif kind == "custom":
+            out.update(type="custom", customType=get("customType", ABSENT), data=get("data", ABSENT))
+        else:  # the CLI's usage / context_edit records (extended compatibility)
+            data = {k: v for k, v in record.items() if k not in _RECORD_LINK_KEYS}
+            if kind == "context_edit":
+                target = data.get("targetId", ABSENT)
+                record_of_target = None if target is ABSENT else self._records.get(legacy_id_key(target))
+                data["targetId"] = None if record_of_target is None else record_of_target.mapped_id
+                data["legacyTargetId"] = target
+            out.update(type="custom", customType=_EXTENDED[kind], data=data)
+        return {k: v for k, v in out.items() if v is not ABSENT}
+
+    def _project(
+        self, entry: _Record, record: dict[str, Any], materialized: dict[str, JsonValue], timestamp: int | None
+    ) -> JsonValue:
+        """The context message a record contributes to a later compaction's retained tail."""
+        kind = entry.type
+        if kind == "message":
+            return record.get("message", ABSENT)
+        if kind == "custom_message":
+            return materialized["message"]
+        if kind == "branch_summary":
+            summary = record.get("summary", ABSENT)
+            if not _js_truthy(summary):
+                return ABSENT
+            return {
+                "role": "branchSummary",
+                "summary": summary,
+                "fromId": materialized.get("fromId", ABSENT),
+                "timestamp": timestamp,
+            }
+        if kind == "compaction":
+            return _present(
+                role="compactionSummary",
+                summary=record.get("summary", ABSENT),
+                tokensBefore=record.get("tokensBefore", ABSENT),
+                timestamp=timestamp,
+            )
+        return ABSENT
+
+    def _retained_tail(self, entry: _Record, projections: dict[LegacyIdKey, JsonValue]) -> list[JsonValue]:
+        plan = self._compactions[entry.key]
+        if plan.keep_nothing:
+            return []
+        tail: list[JsonValue] = []
+        walker = entry.parent
+        while walker is not None:
+            projection = projections.get(walker.key, ABSENT)
+            if projection is not ABSENT:
+                tail.append(projection)
+            if plan.first_kept is not None and walker.key == plan.first_kept:
+                tail.reverse()
+                return tail
+            walker = walker.parent
+        first_kept = "undefined" if plan.first_kept is None else _js_text(_legacy_id_of_key(self, plan.first_kept))
+        raise self._error(
+            f"Legacy v3 compaction {_js_text(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
+            entry.line,
+        )
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _id_text(legacy_id: object) -> str:
+    """The text hashed into a minted id: the id itself for strings, a tagged JSON text otherwise."""
+    if isinstance(legacy_id, str):
+        return legacy_id
+    return "\x00" + ("undefined" if legacy_id is ABSENT else jsjson.dumps(legacy_id))
+
+
+def _legacy_id_of_key(source: LegacyV3Source, key: LegacyIdKey) -> object:
+    record = source._records.get(key)
+    if record is not None:
+        return record.legacy_id
+    tag, value = key
+    return value if tag in ("s", "number", "bool", "null") else ABSENT
+
+
+def _lane_value(record_type: str, record: dict[str, Any]) -> object:
+    if record_type == "model_change":
+        return _present(provider=record.get("provider", ABSENT), modelId=record.get("modelId", ABSENT))
+    if record_type == "thinking_level_change":
+        return record.get("thinkingLevel", ABSENT)
+    return record.get("activeToolNames", ABSENT)
+
+
+def _custom_message(record: dict[str, Any], timestamp: int | None) -> dict[str, JsonValue]:
+    return _present(
+        role="custom",
+        customType=record.get("customType", ABSENT),
+        content=record.get("content", ABSENT),
+        details=record.get("details", ABSENT),
+        display=record.get("display", ABSENT),
+        timestamp=timestamp,
+    )
+
+
+def _present(**fields: object) -> dict[str, JsonValue]:
+    """An object literal whose undefined members JSON.stringify would omit."""
+    return {k: v for k, v in fields.items() if v is not ABSENT}
+
+
+def _nullish(value: object, default: JsonValue) -> JsonValue:
+    return default if value is ABSENT or value is None else value
+
+
+def _is_safe_integer(value: object, minimum: int) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return value == value and int(value) == value and minimum <= value <= 2**53 - 1
+
+
+def _v4_header_id(value: JsonValue) -> str | None:
+    """The id of a valid format-4 header (pi's ``isJsonlStorageHeader``, pi-formats.md §2.2), else ``None``."""
+    if not isinstance(value, dict) or value.get("kind") != "header" or value.get("v") != 4:
+        return None
+    if isinstance(value.get("v"), bool) or not isinstance(value.get("cwd"), str):
+        return None
+    if not _is_safe_integer(value.get("storageVersion"), 1) or not _is_safe_integer(value.get("createdAt"), 0):
+        return None
+    if "nextSeq" in value and not _is_safe_integer(value["nextSeq"], 1):
+        return None
+    for optional in ("parentSessionId", "legacyParentSessionPath"):
+        if optional in value and not isinstance(value[optional], str):
+            return None
+    session_id = value.get("id")
+    return session_id if isinstance(session_id, str) else None
+
+
+def _v3_header_id(options: LegacyV3Options) -> Callable[[JsonValue], str | None]:
+    def header_id(value: JsonValue) -> str | None:
+        v4 = _v4_header_id(value)
+        if v4 is not None:
+            return v4
+        header = parse_legacy_v3_header(value, local_timezone=options.local_timezone)
+        return None if header is None else header.id
+
+    return header_id
