@@ -26,7 +26,12 @@ def test_parse_url_splits_backend_filesystem_and_location(
     url: str, backend: str, filesystem: str | None, location: str
 ) -> None:
     parsed = parse_url(url)
-    assert (parsed.url, parsed.backend, parsed.filesystem, parsed.location) == (url, backend, filesystem, location)
+    assert (parsed.url, parsed.backend, parsed.filesystem, parsed.location) == (
+        url,
+        backend,
+        filesystem,
+        location,
+    )
     assert dict(parsed.query) == {}
 
 
@@ -85,7 +90,9 @@ def test_local_path_url_uses_three_slashes_for_absolute_paths() -> None:
         "jsonl:///home/me/.local/share/sessiontree/sessions"
     )
     assert local_path_url("sqlite", "rel/x.sqlite") == "sqlite://rel/x.sqlite"
-    assert local_path_url("jsonl", PureWindowsPath("C:\\Users\\me\\sessions")) == "jsonl:///C:/Users/me/sessions"
+    assert (
+        local_path_url("jsonl", PureWindowsPath("C:\\Users\\me\\sessions")) == "jsonl:///C:/Users/me/sessions"
+    )
 
 
 def test_local_path_url_round_trips_through_parse_url() -> None:

@@ -54,7 +54,9 @@ def parse_url(url: str) -> RepoURL:
         raise PluginError(f"A sessiontree URL must be a string, got {type(url).__name__}: {url!r}")
     scheme, separator, rest = url.partition("://")
     if not separator:
-        raise PluginError(f"Invalid sessiontree URL {url!r}: expected backend[+filesystem]://location, {_EXAMPLES}")
+        raise PluginError(
+            f"Invalid sessiontree URL {url!r}: expected backend[+filesystem]://location, {_EXAMPLES}"
+        )
     match = _SCHEME.fullmatch(scheme)
     if match is None:
         raise PluginError(
@@ -65,7 +67,9 @@ def parse_url(url: str) -> RepoURL:
     try:
         location = unquote(raw_location, errors="strict")
     except UnicodeDecodeError as exc:
-        raise PluginError(f"Invalid sessiontree URL {url!r}: the location is not percent-encoded UTF-8") from exc
+        raise PluginError(
+            f"Invalid sessiontree URL {url!r}: the location is not percent-encoded UTF-8"
+        ) from exc
     return RepoURL(
         url=url,
         backend=match["backend"].lower(),
