@@ -3,20 +3,42 @@
 A backend's whole conformance file::
 
     import pytest
-    from sessiontree_conformance import ConformanceFixtures, StorageSuite
+    from sessiontree_conformance import ConformanceFixtures, RepoStreamingForkSuite, SessionRepoSuite, StorageSuite
 
-    class TestMyStorage(ConformanceFixtures, StorageSuite):
+    class MyFixtures(ConformanceFixtures):
         @pytest.fixture
         def backend(self):
             return MyBackend()
+
+    class TestMyStorage(MyFixtures, StorageSuite): ...
+    class TestMyRepo(MyFixtures, SessionRepoSuite, RepoStreamingForkSuite):
+        known_divergences = {"test_some_case": "why, and the issue tracking it"}
+
+Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageExtraSuite` and the state machine
+against the memory oracle; :class:`StoragePiSuite` is the 21 alone), :class:`SessionRepoSuite` (pi's 17
+default repository cases), :class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the
+per-group mixins they are made of.
 """
 
 from __future__ import annotations
 
 from .fixtures import BaseConformanceFixtures, ConformanceFixtures
+from .repo import (
+    RepoExtraSuite,
+    RepoForkCoordinationSuite,
+    RepoForkSuite,
+    RepoLifecycleSuite,
+    RepoMessagesSuite,
+    RepoOwnershipSuite,
+    RepoStreamingForkSuite,
+    SessionRepoExtrasSuite,
+    SessionRepoSuite,
+)
+from .stateful import StorageStateMachine, StorageStateMachineSuite
 from .storage import (
     StorageBranchQueriesSuite,
     StorageEntryQueriesSuite,
+    StorageExtraSuite,
     StorageLifecycleSuite,
     StorageListsSuite,
     StoragePiSuite,
@@ -29,12 +51,24 @@ from .storage import (
 __all__ = [
     "BaseConformanceFixtures",
     "ConformanceFixtures",
+    "RepoExtraSuite",
+    "RepoForkCoordinationSuite",
+    "RepoForkSuite",
+    "RepoLifecycleSuite",
+    "RepoMessagesSuite",
+    "RepoOwnershipSuite",
+    "RepoStreamingForkSuite",
+    "SessionRepoExtrasSuite",
+    "SessionRepoSuite",
     "StorageBranchQueriesSuite",
     "StorageEntryQueriesSuite",
+    "StorageExtraSuite",
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",
     "StorageSerializationSuite",
+    "StorageStateMachine",
+    "StorageStateMachineSuite",
     "StorageSuite",
     "StorageTransactionsSuite",
     "StorageUsageAndStatsSuite",
@@ -42,5 +76,5 @@ __all__ = [
 ]
 
 
-class StorageSuite(StoragePiSuite):
-    """Every storage test: pi's 21 cases, the extras and the state machine against the memory oracle."""
+class StorageSuite(StoragePiSuite, StorageExtraSuite, StorageStateMachineSuite):
+    """Every storage test: pi's 21 cases, :class:`StorageExtraSuite` and the memory-oracle state machine."""

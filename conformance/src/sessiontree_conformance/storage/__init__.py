@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .branch_queries import StorageBranchQueriesSuite
 from .entry_queries import StorageEntryQueriesSuite
+from .extras import StorageExtraSuite
 from .lifecycle import StorageLifecycleSuite
 from .lists import StorageListsSuite
 from .serialization import StorageSerializationSuite
@@ -15,6 +16,7 @@ __all__ = [
     "PI_STORAGE_GROUPS",
     "StorageBranchQueriesSuite",
     "StorageEntryQueriesSuite",
+    "StorageExtraSuite",
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",

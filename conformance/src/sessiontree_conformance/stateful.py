@@ -1,0 +1,501 @@
+"""A Hypothesis state machine comparing a backend's Storage with the memory oracle.
+
+Random commits mix the six write kinds, valid and invalid (duplicate ids, missing or usage parents,
+forward references, bad raw addresses); random reads use every query with random options. After every
+step the backend must return what :class:`sessiontree_memory.MemoryStorage` returns, or raise an error
+of the same contract class.
+
+Seqs and timestamps are backend-assigned, so the backend's are translated into the oracle's before
+comparing: the contract requires strictly increasing seqs (not contiguous ones) and one timestamp per
+commit (not the oracle's clock). Query cursors and ranges are drawn in the oracle's seq space and
+translated the other way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+
+from sessiontree.contracts import Backend, Storage
+from sessiontree.errors import (
+    InvalidAddressError,
+    InvalidQueryError,
+    SessionTreeError,
+    StorageClosedError,
+    StorageConflictError,
+    StorageError,
+    StorageValidationError,
+    UnsupportedOperationError,
+)
+from sessiontree.model import (
+    ABSENT,
+    Address,
+    BranchSummaryEntry,
+    CommitResult,
+    CompactionEntry,
+    CustomEntry,
+    Entry,
+    ListElement,
+    MessageEntry,
+    StoredValue,
+    UnknownEntry,
+    UsageRow,
+)
+from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.writes import (
+    EntryWrite,
+    ListAppend,
+    ListDelete,
+    UsageWrite,
+    ValueDelete,
+    ValueSet,
+    Write,
+)
+
+from .builders import usage, user_entry
+from .fixtures import BaseConformanceFixtures
+from .plugin import DEFAULT_HYPOTHESIS_EXAMPLES, HYPOTHESIS_EXAMPLES_OPTION
+
+__all__ = ["StorageStateMachine", "StorageStateMachineSuite", "error_class"]
+
+STEPS_PER_EXAMPLE = 30
+
+CONTRACT_ERRORS: tuple[type[BaseException], ...] = (
+    InvalidAddressError,
+    StorageValidationError,
+    InvalidQueryError,
+    StorageClosedError,
+    StorageConflictError,
+    UnsupportedOperationError,
+    StorageError,
+    SessionTreeError,
+)
+"""Most specific first: an error is compared by the first of these it is an instance of."""
+
+
+def error_class(error: BaseException) -> type[BaseException]:
+    """The contract class an error is compared by (its own type when it is no sessiontree error)."""
+    for cls in CONTRACT_ERRORS:
+        if isinstance(error, cls):
+            return cls
+    return type(error)
+
+
+# --- strategies --------------------------------------------------------------------------------
+
+NAMESPACES = ("test.ns", "test.other", "pi.test")
+KEYS = ("", "a", "a/b", "a/c", "b", "\ue000", "\U00010000", "é")
+BAD_ADDRESS_PARTS = (("", "a"), ("bad\x00ns", "a"), ("test.ns", "a\x00"))
+ENTRY_TYPES = ("message", "custom", "compaction", "branch_summary", "future_type")
+CUSTOM_TYPES = ("note", "marker")
+ORDERS_BRANCH = ("newest_first", "oldest_first", "sideways")
+ORDERS_SEQ = ("asc", "desc", "sideways")
+LIMITS: tuple[float | None, ...] = (None, None, 0, 1, 2, 3, 5, -1, 1.5, math.nan, math.inf)
+LIST_LIMITS: tuple[float, ...] = (1, 2, 3, 1000, 10_000, 20_000, 0, -1, 1.5)
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**31), 2**31)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: f != 0 or math.copysign(1, f) > 0)
+    | st.text(alphabet="ab é\u2603", max_size=4)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet="xyz", max_size=2), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@attrs.frozen
+class _SeqSpace:
+    """Translation between the backend's seqs and the oracle's, built from commit results."""
+
+    to_oracle: dict[int, int] = attrs.field(factory=dict)
+    to_backend: dict[int, int] = attrs.field(factory=dict)
+
+
+class StorageStateMachine(RuleBasedStateMachine):
+    """Runs the same operations on ``backend`` and ``oracle`` storages and compares every outcome."""
+
+    def __init__(self, open_backend: Callable[[], tuple[Storage, Callable[[], None]]], oracle: Storage) -> None:
+        super().__init__()
+        self.backend, self._close_backend = open_backend()
+        self.oracle = oracle
+        self.seqs = _SeqSpace()
+        self.backend_timestamps: dict[int, int] = {}  # backend seq of an entry -> its commit's timestamp
+        self.oracle_timestamps: dict[int, int] = {}  # oracle seq of an entry -> its commit's timestamp
+        self.entry_ids: list[str] = []
+        self.usage_ids: list[str] = []
+        self.fresh = 0
+        self.last_backend_seq = 0
+
+    # --- translation -------------------------------------------------------------------------
+
+    def _oracle_seq(self, seq: int) -> int:
+        translated = self.seqs.to_oracle.get(seq)
+        assert translated is not None, f"backend returned seq {seq}, which no commit of it assigned"
+        return translated
+
+    def _backend_seq(self, oracle_seq: int) -> int:
+        """An oracle-space bound or cursor in the backend's space (outside the mapped range: shifted)."""
+        known = self.seqs.to_backend.get(oracle_seq)
+        if known is not None:
+            return known
+        if not self.seqs.to_backend or oracle_seq < min(self.seqs.to_backend):
+            return oracle_seq
+        highest = max(self.seqs.to_backend)
+        return self.seqs.to_backend[highest] + (oracle_seq - highest)
+
+    def _translate(self, value: Any) -> Any:
+        """A backend result expressed in oracle seqs and timestamps."""
+        if isinstance(value, list):
+            return [self._translate(item) for item in value]
+        if isinstance(value, dict):
+            return [(key, self._translate(item)) for key, item in value.items()]
+        if isinstance(value, (StoredValue, ListElement, UsageRow)):
+            return attrs.evolve(value, seq=self._oracle_seq(value.seq))  # type: ignore[arg-type]
+        if attrs.has(type(value)) and hasattr(value, "timestamp") and hasattr(value, "seq"):
+            seq = self._oracle_seq(value.seq)
+            expected = self.backend_timestamps.get(value.seq)
+            assert value.timestamp == expected, (
+                f"entry {value.id!r} has timestamp {value.timestamp}, its commit returned {expected}"
+            )
+            return attrs.evolve(value, seq=seq, timestamp=self.oracle_timestamps[seq])
+        return value
+
+    @staticmethod
+    def _oracle_shape(value: Any) -> Any:
+        if isinstance(value, list):
+            return list(value)
+        if isinstance(value, dict):
+            return list(value.items())
+        return value
+
+    # --- running one operation on both -------------------------------------------------------
+
+    def _both(self, what: str, call: Callable[[Storage, bool], Any]) -> tuple[Any, Any] | None:
+        """Run ``call`` on both storages; ``None`` when both raised the same contract error."""
+        try:
+            expected = call(self.oracle, False)
+        except Exception as error:  # noqa: BLE001 - compared below
+            expected_error: Exception | None = error
+        else:
+            expected_error = None
+        try:
+            got = call(self.backend, True)
+        except Exception as error:  # noqa: BLE001 - compared below
+            if expected_error is None:
+                raise AssertionError(f"{what}: backend raised {error!r}, the memory oracle returned {expected!r}") from error
+            assert error_class(error) is error_class(expected_error), (
+                f"{what}: backend raised {error_class(error).__name__} ({error}), "
+                f"the memory oracle {error_class(expected_error).__name__} ({expected_error})"
+            )
+            return None
+        if expected_error is not None:
+            raise AssertionError(
+                f"{what}: backend returned {got!r}, the memory oracle raised {expected_error!r}"
+            ) from expected_error
+        return got, expected
+
+    def _compare(self, what: str, call: Callable[[Storage, bool], Any]) -> None:
+        outcome = self._both(what, call)
+        if outcome is None:
+            return
+        got, expected = outcome
+        assert self._translate(got) == self._oracle_shape(expected), (
+            f"{what}: backend returned {got!r}, the memory oracle {expected!r}"
+        )
+
+    # --- drawing inputs ----------------------------------------------------------------------
+
+    def _seq_choice(self, data: st.DataObject, label: str) -> int | None:
+        highest = max(self.seqs.to_backend, default=0)
+        return data.draw(st.none() | st.integers(0, highest + 2), label=label)
+
+    def _known_id(self, data: st.DataObject, label: str) -> str:
+        pool = self.entry_ids + self.usage_ids + ["missing"]
+        return data.draw(st.sampled_from(pool), label=label)
+
+    def _address(self, data: st.DataObject, kind: str) -> Address:
+        if data.draw(st.integers(0, 19), label="bad address?") == 0:
+            namespace, key = data.draw(st.sampled_from(BAD_ADDRESS_PARTS), label="bad address")
+        else:
+            namespace = data.draw(st.sampled_from(NAMESPACES), label="namespace")
+            key = data.draw(st.sampled_from(KEYS), label="key")
+        return Address(namespace, key, kind)  # type: ignore[arg-type]
+
+    def _entry(self, data: st.DataObject, entry_id: str, parent: str | None) -> Entry:
+        kind = data.draw(st.sampled_from(ENTRY_TYPES), label="entry type")
+        custom_type = data.draw(st.sampled_from((ABSENT, *CUSTOM_TYPES)), label="custom type")
+        if kind == "message":
+            if data.draw(st.booleans(), label="user message?"):
+                return attrs.evolve(user_entry(entry_id, parent), custom_type=custom_type)
+            return MessageEntry(
+                id=entry_id,
+                parent_id=parent,
+                message=data.draw(json_values, label="message"),
+                terminate=data.draw(st.sampled_from((ABSENT, True)), label="terminate"),
+                custom_type=custom_type,
+            )
+        if kind == "custom":
+            return CustomEntry(
+                id=entry_id,
+                parent_id=parent,
+                custom_type=data.draw(st.sampled_from(CUSTOM_TYPES), label="custom type"),
+                data=data.draw(st.just(ABSENT) | json_values, label="data"),
+            )
+        if kind == "compaction":
+            return CompactionEntry(
+                id=entry_id,
+                parent_id=parent,
+                summary=f"summary:{entry_id}",
+                retained_tail=[],
+                tokens_before=data.draw(st.integers(0, 100), label="tokens before"),
+                details=data.draw(st.just(ABSENT) | json_values, label="details"),
+                usage=data.draw(st.sampled_from((ABSENT, usage(1, 2))), label="usage"),
+                from_hook=data.draw(st.booleans(), label="from hook"),
+                custom_type=custom_type,
+            )
+        if kind == "branch_summary":
+            return BranchSummaryEntry(
+                id=entry_id,
+                parent_id=parent,
+                from_id=data.draw(st.sampled_from((None, "elsewhere")), label="from id"),
+                summary="summary",
+                from_hook=False,
+                custom_type=custom_type,
+            )
+        return UnknownEntry(type=kind, id=entry_id, parent_id=parent, extra={"payload": 1})
+
+    def _write(self, data: st.DataObject, earlier_entries: list[str], earlier_ids: list[str]) -> Write:
+        kind = data.draw(st.sampled_from(("entry", "entry", "usage", "set", "delete", "append", "delete_list")))
+        if kind in ("entry", "usage"):
+            reuse = self.entry_ids + self.usage_ids + earlier_ids
+            if reuse and data.draw(st.integers(0, 5), label="duplicate id?") == 0:
+                record_id = data.draw(st.sampled_from(reuse), label="duplicate id")
+            else:
+                self.fresh += 1
+                record_id = f"id{self.fresh}"
+            earlier_ids.append(record_id)
+            if kind == "usage":
+                row_usage = usage(
+                    data.draw(st.integers(0, 9), label="input"),
+                    data.draw(st.integers(0, 9), label="output"),
+                    data.draw(st.sampled_from((ABSENT, 1, 2.5)), label="cache write 1h"),
+                    data.draw(st.sampled_from((ABSENT, 3)), label="reasoning"),
+                )
+                return UsageWrite(
+                    UsageRow(
+                        id=record_id,
+                        usage=row_usage,
+                        adjustment=data.draw(st.booleans(), label="adjustment"),
+                        entry_id=data.draw(st.sampled_from((ABSENT, *self.entry_ids[-2:], "elsewhere"))),
+                        details=data.draw(st.just(ABSENT) | json_values, label="details"),
+                    )
+                )
+            parents: list[str | None] = [None, *self.entry_ids, *earlier_entries, *self.usage_ids, "missing"]
+            parent = data.draw(st.sampled_from(parents), label="parent")
+            earlier_entries.append(record_id)
+            return EntryWrite(self._entry(data, record_id, parent))
+        address = self._address(data, "list" if kind in ("append", "delete_list") else "value")
+        if kind == "set":
+            return ValueSet(namespace=address.namespace, key=address.key, value=data.draw(json_values, label="value"))
+        if kind == "delete":
+            return ValueDelete(namespace=address.namespace, key=address.key)
+        if kind == "append":
+            return ListAppend(namespace=address.namespace, key=address.key, value=data.draw(json_values, label="element"))
+        return ListDelete(namespace=address.namespace, key=address.key)
+
+    # --- rules -------------------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def commit(self, data: st.DataObject) -> None:
+        count = data.draw(st.integers(0, 6), label="writes")
+        earlier_entries: list[str] = []
+        earlier_ids: list[str] = []
+        writes = [self._write(data, earlier_entries, earlier_ids) for _ in range(count)]
+        outcome = self._both(f"commit({writes!r})", lambda storage, _backend: storage.commit(writes))
+        if outcome is None:
+            return
+        got, expected = outcome
+        assert isinstance(got, CommitResult) and isinstance(expected, CommitResult)
+        self._record_commit(writes, got, expected)
+
+    def _record_commit(self, writes: list[Write], got: CommitResult, expected: CommitResult) -> None:
+        assert len(got.seqs) == len(writes), f"commit returned {len(got.seqs)} seqs for {len(writes)} writes"
+        if got.seqs:
+            assert got.first_seq == got.seqs[0]
+            assert list(got.seqs) == sorted(set(got.seqs)), f"seqs {got.seqs} are not strictly increasing"
+            assert got.seqs[0] > self.last_backend_seq, (
+                f"seqs {got.seqs} do not follow the previous commit's last seq {self.last_backend_seq}"
+            )
+            self.last_backend_seq = got.seqs[-1]
+        else:
+            assert got.first_seq > self.last_backend_seq
+        assert type(got.timestamp) is int and got.timestamp >= 0
+        for write, backend_seq, oracle_seq in zip(writes, got.seqs, expected.seqs):
+            self.seqs.to_oracle[backend_seq] = oracle_seq
+            self.seqs.to_backend[oracle_seq] = backend_seq
+            if isinstance(write, EntryWrite):
+                self.backend_timestamps[backend_seq] = got.timestamp
+                self.oracle_timestamps[oracle_seq] = expected.timestamp
+                self.entry_ids.append(write.entry.id)
+            elif isinstance(write, UsageWrite):
+                self.usage_ids.append(write.row.id)
+        assert got.stats == expected.stats, f"commit stats {got.stats!r}, the memory oracle {expected.stats!r}"
+
+    @rule(data=st.data())
+    def get_entries(self, data: st.DataObject) -> None:
+        wanted = data.draw(st.lists(st.sampled_from([*self.entry_ids, *self.usage_ids, "missing"]), max_size=5))
+        self._compare(f"get_entries({wanted!r})", lambda storage, _b: storage.get_entries(wanted))
+
+    @rule(data=st.data())
+    def get_value(self, data: st.DataObject) -> None:
+        address = self._address(data, "value")
+        self._compare(f"get_value({address!r})", lambda storage, _b: storage.get_value(address))
+
+    @rule(data=st.data())
+    def scan_values(self, data: st.DataObject) -> None:
+        address = self._address(data, "value")
+        prefix = Address(address.namespace, address.key[: data.draw(st.integers(0, 3))], "value")
+        self._compare(f"scan_values({prefix!r})", lambda storage, _b: storage.scan_values(prefix))
+
+    @rule(data=st.data())
+    def read_list(self, data: st.DataObject) -> None:
+        address = self._address(data, "list")
+        cursor = self._seq_choice(data, "cursor")
+        order = data.draw(st.sampled_from(ORDERS_SEQ), label="order")
+        limit = data.draw(st.sampled_from(LIST_LIMITS), label="limit")
+        use_defaults = data.draw(st.booleans(), label="no options?")
+
+        def call(storage: Storage, backend: bool) -> Any:
+            if use_defaults:
+                return storage.read_list(address)
+            seq = self._backend_seq(cursor) if backend and cursor is not None else cursor
+            return storage.read_list(address, ListReadOptions(cursor=seq, order=order, limit=limit))  # type: ignore[arg-type]
+
+        self._compare(f"read_list({address!r}, cursor={cursor}, {order}, {limit})", call)
+
+    def _branch_scan(self, data: st.DataObject) -> tuple[BranchScan, Callable[[bool], BranchScan]]:
+        query = BranchScan(
+            start=self._known_id(data, "start"),
+            stop_at_type=data.draw(st.sampled_from((None, *ENTRY_TYPES)), label="stop at type"),
+            stop_at_id=data.draw(st.sampled_from((None, *self.entry_ids[-4:])), label="stop at id"),
+            type=data.draw(st.sampled_from((None, *ENTRY_TYPES)), label="type"),
+            custom_type=data.draw(st.sampled_from((None, *CUSTOM_TYPES)), label="custom type"),
+            order=data.draw(st.sampled_from(ORDERS_BRANCH), label="order"),  # type: ignore[arg-type]
+            limit=data.draw(st.sampled_from(LIMITS), label="limit"),
+            cursor=self._seq_choice(data, "cursor"),
+        )
+
+        def for_storage(backend: bool) -> BranchScan:
+            if not backend or query.cursor is None:
+                return query
+            return attrs.evolve(query, cursor=self._backend_seq(query.cursor))
+
+        return query, for_storage
+
+    @rule(data=st.data())
+    def scan_branch(self, data: st.DataObject) -> None:
+        query, for_storage = self._branch_scan(data)
+        self._compare(f"scan_branch({query!r})", lambda storage, b: storage.scan_branch(for_storage(b)))
+
+    @rule(data=st.data())
+    def scan_branch_structure(self, data: st.DataObject) -> None:
+        query, for_storage = self._branch_scan(data)
+        self._compare(
+            f"scan_branch_structure({query!r})", lambda storage, b: storage.scan_branch_structure(for_storage(b))
+        )
+
+    @rule(data=st.data())
+    def scan_entries(self, data: st.DataObject) -> None:
+        query = EntryScan(
+            type=data.draw(st.sampled_from((None, *ENTRY_TYPES)), label="type"),
+            custom_type=data.draw(st.sampled_from((None, *CUSTOM_TYPES)), label="custom type"),
+            from_seq=self._seq_choice(data, "from seq"),
+            to_seq=self._seq_choice(data, "to seq"),
+            order=data.draw(st.sampled_from(ORDERS_SEQ), label="order"),  # type: ignore[arg-type]
+            limit=data.draw(st.sampled_from(LIMITS), label="limit"),
+        )
+        self._compare(
+            f"scan_entries({query!r})", lambda storage, b: storage.scan_entries(self._seq_range(query, b))
+        )
+
+    @rule(data=st.data())
+    def scan_usage(self, data: st.DataObject) -> None:
+        query = UsageScan(
+            from_seq=self._seq_choice(data, "from seq"),
+            to_seq=self._seq_choice(data, "to seq"),
+            order=data.draw(st.sampled_from(ORDERS_SEQ), label="order"),  # type: ignore[arg-type]
+            limit=data.draw(st.sampled_from(LIMITS), label="limit"),
+        )
+        self._compare(f"scan_usage({query!r})", lambda storage, b: storage.scan_usage(self._seq_range(query, b)))
+
+    def _seq_range(self, query: Any, backend: bool) -> Any:
+        if not backend:
+            return query
+        translate = self._backend_seq
+        return attrs.evolve(
+            query,
+            from_seq=None if query.from_seq is None else translate(query.from_seq),
+            to_seq=None if query.to_seq is None else translate(query.to_seq),
+        )
+
+    @invariant()
+    def stats_agree(self) -> None:
+        self._compare("get_stats()", lambda storage, _b: storage.get_stats())
+
+    def teardown(self) -> None:
+        try:
+            self.oracle.close()
+            self.backend.close()
+            self.backend.close()  # idempotent
+            for read in (
+                lambda storage: storage.get_stats(),
+                lambda storage: storage.commit([]),
+                lambda storage: storage.scan_entries(EntryScan()),
+            ):
+                with pytest.raises(StorageClosedError):
+                    read(self.backend)
+        finally:
+            self._close_backend()
+
+
+class StorageStateMachineSuite(BaseConformanceFixtures):
+    """Random operation sequences compared against the memory oracle (an extra, not a pi case)."""
+
+    def test_random_operations_match_the_memory_oracle(self, backend: Backend, request: pytest.FixtureRequest) -> None:
+        """Every result and every error class equals the memory oracle's, for random commits and reads."""
+        from sessiontree_memory import MemoryStorage
+
+        examples = request.config.getoption(HYPOTHESIS_EXAMPLES_OPTION, default=DEFAULT_HYPOTHESIS_EXAMPLES)
+
+        def open_backend() -> tuple[Storage, Callable[[], None]]:
+            opened = backend.open_storage()
+            view = self.harness.wrap_storage(opened)
+
+            def close() -> None:
+                if view is not opened:
+                    view.close()
+                opened.close()
+
+            return view, close
+
+        run_state_machine_as_test(
+            lambda: StorageStateMachine(open_backend, MemoryStorage()),
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=STEPS_PER_EXAMPLE,
+                deadline=None,
+                database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+            ),
+        )
