@@ -1,0 +1,64 @@
+"""The repository suites: pi's 32 SessionRepo cases, one mixin per pi group, plus sessiontree's extras.
+
+* :class:`SessionRepoSuite`: pi's default 17 cases (``createSessionRepoConformance``);
+* :class:`RepoStreamingForkSuite`: pi's 15 streaming-fork cases, kept apart as pi does;
+* :class:`RepoExtraSuite`: cases pi lacks; :class:`SessionRepoExtrasSuite` = the 17 plus the extras.
+"""
+
+from __future__ import annotations
+
+from ._support import RepoSuiteBase
+from .extra import RepoExtraSuite
+from .fork_coordination import RepoForkCoordinationSuite
+from .forks import RepoForkSuite
+from .lifecycle import RepoLifecycleSuite
+from .messages import RepoMessagesSuite
+from .ownership import RepoOwnershipSuite
+from .streaming_fork import RepoStreamingForkSuite
+
+__all__ = [
+    "PI_REPO_GROUPS",
+    "PI_STREAMING_FORK_GROUPS",
+    "RepoExtraSuite",
+    "RepoForkCoordinationSuite",
+    "RepoForkSuite",
+    "RepoLifecycleSuite",
+    "RepoMessagesSuite",
+    "RepoOwnershipSuite",
+    "RepoStreamingForkSuite",
+    "RepoSuiteBase",
+    "SessionRepoExtrasSuite",
+    "SessionRepoSuite",
+]
+
+PI_REPO_GROUPS: dict[str, type] = {
+    "lifecycle": RepoLifecycleSuite,
+    "ownership": RepoOwnershipSuite,
+    "messages": RepoMessagesSuite,
+    "forks": RepoForkSuite,
+    "fork coordination": RepoForkCoordinationSuite,
+}
+"""pi's ``createSessionRepoConformance`` groups, in source order, and the mixin holding each."""
+
+PI_STREAMING_FORK_GROUPS: dict[str, type] = {
+    "fork application lists (open source)": RepoStreamingForkSuite,
+    "fork application lists (closed source)": RepoStreamingForkSuite,
+    "branch fork application state (open source)": RepoStreamingForkSuite,
+    "branch fork application state (closed source)": RepoStreamingForkSuite,
+    "fork lane validation": RepoStreamingForkSuite,
+}
+"""pi's streaming-fork groups; the open/closed pairs are one parametrized mixin (``source_state``)."""
+
+
+class SessionRepoSuite(
+    RepoLifecycleSuite,
+    RepoOwnershipSuite,
+    RepoMessagesSuite,
+    RepoForkSuite,
+    RepoForkCoordinationSuite,
+):
+    """Exactly pi's default 17 SessionRepo cases (``createSessionRepoConformance``)."""
+
+
+class SessionRepoExtrasSuite(SessionRepoSuite, RepoExtraSuite):
+    """pi's 17 default cases plus :class:`RepoExtraSuite` (counted separately from pi's)."""

@@ -1,0 +1,298 @@
+"""Repository cases pi's suites lack (sessiontree's own; counted apart from pi's 32).
+
+They pin behaviour pi-core.md states but no pi case checks: failed forks leave nothing behind, forks
+never touch their source, unknown and open sessions are refused, one id has one winner under a thread
+race, a granted mutation may still commit while its session closes, and sessions survive reopening the
+repository where the backend claims persistence.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+
+from sessiontree.contracts import Backend, BranchFork, ForkOptions, Session, SessionRepo, TreeFork
+from sessiontree.errors import (
+    ForkError,
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionOpenError,
+)
+from sessiontree.model import Entry, ListElement, SessionStats, StoredValue
+from sessiontree.values import branch_tip, lane_config, lane_state, session_name, value
+from sessiontree.writes import Write, insert_entry, set_value
+
+from ..builders import (
+    APPLICATION_LIST,
+    APPLICATION_VALUE,
+    CHILD_ID,
+    CONFIGURATION,
+    IDLE_LANE_STATE,
+    ROOT_ID,
+    SIBLING_ID,
+    assistant_message,
+    ids,
+)
+from ..harness import OPERATION_TIMEOUT
+from ._support import RepoSuiteBase, current_value, listed_ids, wait_until_closing
+from .forks import commit, custom, scoped_values_source_writes
+
+__all__ = ["RepoExtraSuite", "SessionDump", "dump_session"]
+
+RACERS = 8
+
+DUMPED_VALUE_NAMESPACES = (
+    "pi.branch.tip",
+    "pi.lane.config",
+    "pi.lane.state",
+    "pi.result",
+    "pi.session.name",
+    "pi.entry.label",
+    "pi.pending.entry",
+    "pi.op.meta",
+    "pi.op.state",
+    "pi.op.tool_args",
+    "pi.op.preparation",
+    APPLICATION_VALUE.namespace,
+)
+"""Every value namespace the extras write (a Session has no scan over all namespaces)."""
+
+
+@attrs.frozen
+class SessionDump:
+    """Everything a session shows through the Session API, for before/after comparisons."""
+
+    entries: list[Entry]
+    values: dict[str, list[StoredValue]]
+    application_list: list[ListElement]
+    stats: SessionStats
+
+
+def dump_session(session: Session) -> SessionDump:
+    """Entries (ascending), the values of :data:`DUMPED_VALUE_NAMESPACES`, the application list, stats."""
+    return SessionDump(
+        entries=session.find_entries(order="asc"),
+        values={namespace: session.scan_values(value(namespace)) for namespace in DUMPED_VALUE_NAMESPACES},
+        application_list=session.read_list(APPLICATION_LIST),
+        stats=session.get_stats(),
+    )
+
+
+def configured_main_writes() -> list[Write]:
+    """ROOT → CHILD on a configured ``main``, SIBLING off it, plus a data-only ``notes`` branch."""
+    return [
+        insert_entry(custom(ROOT_ID, None, "root")),
+        insert_entry(custom(CHILD_ID, ROOT_ID, "child")),
+        insert_entry(custom(SIBLING_ID, ROOT_ID, "sibling")),
+        set_value(branch_tip("main"), CHILD_ID),
+        set_value(lane_config("main"), CONFIGURATION),
+        set_value(lane_state("main"), IDLE_LANE_STATE),
+        set_value(branch_tip("notes"), SIBLING_ID),
+    ]
+
+
+def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None]]:
+    """Run ``calls`` on one thread each, released together; ``(result, None)`` or ``(None, error)`` each."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], Any]) -> Any:
+        barrier.wait(OPERATION_TIMEOUT)
+        return call()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(run, call) for call in calls]
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        for future in futures:
+            error = future.exception(OPERATION_TIMEOUT)
+            outcomes.append((None, error) if error is not None else (future.result(), None))
+    return outcomes
+
+
+class RepoExtraSuite(RepoSuiteBase):
+    """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
+
+    def test_failed_forks_leave_no_destination_and_release_their_ids(self, repo: SessionRepo) -> None:
+        """Every kind of refused fork leaves ``list`` unchanged and its destination id free for ``create``."""
+        source = self.create(repo, id="source")
+        commit(source, configured_main_writes())
+        refused: list[ForkOptions] = [
+            BranchFork(id="unknown-branch", branch="missing"),
+            BranchFork(id="off-branch", branch="main", entry_id=SIBLING_ID),
+            BranchFork(id="data-only", branch="notes"),
+        ]
+        for options in refused:
+            with pytest.raises(ForkError):
+                repo.fork(source.metadata, options)
+            assert listed_ids(repo) == ["source"], f"a refused fork {options!r} left a destination behind"
+        source.set_value(value("pi.unknown"), True)
+        with pytest.raises(ForkError):
+            repo.fork(source.metadata, TreeFork(id="reserved"))
+        assert listed_ids(repo) == ["source"]
+        created = [
+            self.create(repo, id=fork_id)
+            for fork_id in ["unknown-branch", "off-branch", "data-only", "reserved"]
+        ]
+        assert sorted(listed_ids(repo)) == ["data-only", "off-branch", "reserved", "source", "unknown-branch"]
+        self.close_together(source, *created)
+
+    def test_forks_never_modify_their_source(self, repo: SessionRepo) -> None:
+        """Forks (tree, branch, refused) and later writes to a fork leave the source's state unchanged."""
+        source = self.create(repo, id="source")
+        commit(source, scoped_values_source_writes())
+        before = dump_session(source)
+        tree = repo.fork(source.metadata, TreeFork(id="tree"))
+        branch = repo.fork(source.metadata, BranchFork(id="branch", branch="review", entry_id=CHILD_ID))
+        with pytest.raises(ForkError):  # main has a tip but no lane configuration
+            repo.fork(source.metadata, BranchFork(id="refused", branch="main"))
+        assert dump_session(source) == before
+        for fork in (tree, branch):
+            fork.set_name("fork name")
+            fork.set_value(APPLICATION_VALUE, {"written": "in fork"})
+            fork.append_list(APPLICATION_LIST, "fork element")
+            fork.set_label(ROOT_ID, "fork label")
+            review = fork.branch("review")
+            assert review is not None
+            review.append_message(assistant_message("stop"))
+        assert dump_session(source) == before
+        self.close_together(source, tree, branch)
+
+    def test_writes_to_a_source_after_a_fork_never_reach_the_fork(self, repo: SessionRepo) -> None:
+        """A fork is a copy taken at one boundary: later source writes stay in the source."""
+        source = self.create(repo, id="source")
+        commit(source, configured_main_writes())
+        source.set_name("original")
+        fork = repo.fork(source.metadata, TreeFork(id="fork"))
+        before = dump_session(fork)
+        source.set_name("renamed")
+        source.set_label(ROOT_ID, "source label")
+        main = source.branch("main")
+        assert main is not None
+        main.append_message(assistant_message("stop"))
+        assert dump_session(fork) == before
+        assert fork.get_name() == "original"
+        self.close_together(source, fork)
+
+    def test_fork_of_an_unknown_session_rejects_without_reserving_its_id(self, repo: SessionRepo) -> None:
+        """Forking a deleted session raises ``SessionNotFoundError``; the destination id stays free."""
+        ghost = self.create(repo, id="ghost")
+        ghost.close()
+        repo.delete(ghost.metadata)
+        with pytest.raises(SessionNotFoundError):
+            repo.fork(ghost.metadata, TreeFork(id="fork"))
+        with pytest.raises(SessionNotFoundError):
+            repo.fork(ghost.metadata, BranchFork(id="fork", branch="main"))
+        assert listed_ids(repo) == []
+        self.create(repo, id="fork").close()
+
+    def test_delete_of_an_open_session_rejects_and_keeps_it(self, repo: SessionRepo) -> None:
+        """``delete`` of an open session raises ``SessionOpenError``; the session stays listed and usable."""
+        session = self.create(repo, id="open")
+        session.set_name("kept")
+        with pytest.raises(SessionOpenError):
+            repo.delete(session.metadata)
+        assert listed_ids(repo) == ["open"]
+        assert session.get_name() == "kept"
+        session.set_name("still writable")
+        session.close()
+        repo.delete(session.metadata)
+        assert listed_ids(repo) == []
+
+    def test_concurrent_creates_of_one_id_admit_exactly_one(self, repo: SessionRepo) -> None:
+        """Eight threads create the same id at once: one gets the session, seven ``SessionExistsError``."""
+        outcomes = race([lambda: self.create(repo, id="contested") for _ in range(RACERS)])
+        winners = [session for session, error in outcomes if error is None]
+        errors = [error for _, error in outcomes if error is not None]
+        try:
+            assert len(winners) == 1, f"{len(winners)} of {RACERS} concurrent creates of one id succeeded"
+            assert all(isinstance(error, SessionExistsError) for error in errors), errors
+            assert listed_ids(repo) == ["contested"]
+        finally:
+            self.close_together(*winners)
+
+    def test_concurrent_creates_and_forks_of_one_id_admit_exactly_one(self, repo: SessionRepo) -> None:
+        """Four creates and four forks race for one id: exactly one wins, and it is listed once."""
+        source = self.create(repo, id="source")
+        commit(source, configured_main_writes())
+        calls: list[Callable[[], Any]] = []
+        for _ in range(RACERS // 2):
+            calls.append(lambda: self.create(repo, id="contested"))
+            calls.append(lambda: repo.fork(source.metadata, TreeFork(id="contested")))
+        outcomes = race(calls)
+        winners = [session for session, error in outcomes if error is None]
+        errors = [error for _, error in outcomes if error is not None]
+        try:
+            assert len(winners) == 1, f"{len(winners)} of {RACERS} racing creates and forks succeeded"
+            assert all(isinstance(error, SessionExistsError) for error in errors), errors
+            assert sorted(listed_ids(repo)) == ["contested", "source"]
+        finally:
+            self.close_together(source, *winners)
+
+    def test_a_granted_mutation_still_commits_while_its_session_closes(self, repo: SessionRepo) -> None:
+        """close() waits for a granted mutation, which may still commit; the commit is kept."""
+        self.require("supports_reopen")
+        session = self.create(repo, id="session")
+        held = session.begin_mutation()
+        try:
+            closing = self.submit(session.close)
+            wait_until_closing(session)
+            held.commit([set_value(session_name, "committed while closing")])
+        finally:
+            held.end()
+        self.settle(closing)
+        reopened = repo.open(session.metadata)
+        assert reopened.get_name() == "committed while closing"
+        reopened.close()
+
+    def test_fork_keeps_the_source_seq_high_water_mark(self, repo: SessionRepo) -> None:
+        """A streaming fork continues after the source's last seq: cursors never meet a reused seq."""
+        self.require("supports_streaming_fork")
+        source = self.create(repo, id="source")
+        commit(source, configured_main_writes())
+        source.set_value(APPLICATION_VALUE, "latest")
+        stored = source.get_value(APPLICATION_VALUE)
+        assert stored is not None
+        forks = [
+            repo.fork(source.metadata, TreeFork(id="tree")),
+            repo.fork(source.metadata, BranchFork(id="branch", branch="main", entry_id=ROOT_ID)),
+        ]
+        for fork in forks:
+            fork.set_name("after fork")
+            written = fork.get_value(session_name)
+            assert written is not None and written.seq > stored.seq, (
+                f"fork {fork.metadata.id} reused seq {written!r} at or below the source's {stored.seq}"
+            )
+        self.close_together(source, *forks)
+
+    def test_sessions_survive_closing_and_reopening_the_repository(
+        self, backend: Backend, repo: SessionRepo
+    ) -> None:
+        """A backend claiming ``supports_persistence`` lists and opens its sessions from a new repository."""
+        self.require("supports_persistence")
+        session = self.create(repo, id="durable")
+        main = session.create_branch("main", None)
+        appended = main.append_message(assistant_message("stop"))
+        session.set_name("durable name")
+        entries = session.find_entries(order="asc")
+        session.close()
+        repo.close()
+        opened = backend.open_repo()
+        try:
+            again = self.harness.wrap_repo(opened)
+            [metadata] = [metadata for metadata in again.list() if metadata.id == "durable"]
+            reopened = again.open(metadata)
+            try:
+                assert reopened.get_name() == "durable name"
+                assert reopened.find_entries(order="asc") == entries
+                assert ids(entries) == [appended]
+                reopened_main = reopened.branch("main")
+                assert reopened_main is not None and reopened_main.get_tip_id() == appended
+                assert current_value(reopened, branch_tip("main")) == appended
+            finally:
+                reopened.close()
+        finally:
+            opened.close()
