@@ -1,0 +1,234 @@
+"""The handle a memory repository returns (pi's ``MemorySessionFacade``).
+
+Every call is *admitted*: refused once the handle is closing, and tracked until it returns, so
+``close()`` waits for everything admitted before it (held mutations included) and then releases the
+session for a later ``open`` — without closing the session's storage.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from sessiontree.errors import SessionClosedError
+from sessiontree.model import ABSENT, Absent, Address, CommitResult, Entry, JsonValue, ListElement
+from sessiontree.model import SessionStats, StoredValue
+from sessiontree.session import StorageBackedSession
+from sessiontree.writes import Write
+
+__all__ = ["MemorySessionHandle"]
+
+T = TypeVar("T")
+
+
+class MemorySessionHandle:
+    """A :class:`sessiontree.contracts.Session` handle over a memory repository's session record."""
+
+    def __init__(self, session: StorageBackedSession, *, on_closed: Callable[[], None]) -> None:
+        self._session = session
+        self._on_closed = on_closed
+        self.metadata = session.metadata
+        self.id_generator = session.id_generator
+        self._cond = threading.Condition()
+        self._admitted = 0
+        self._status = "open"
+        self._done = threading.Event()
+
+    # --- admission -----------------------------------------------------------------------------
+
+    def _enter(self) -> None:
+        with self._cond:
+            if self._status != "open":
+                raise SessionClosedError()
+            self._admitted += 1
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._admitted -= 1
+            self._cond.notify_all()
+
+    def _admit(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._enter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self._leave()
+
+    @property
+    def is_open(self) -> bool:
+        return self._status == "open"
+
+    # --- mutations -----------------------------------------------------------------------------
+
+    def begin_mutation(self) -> _HandleMutation:
+        """Acquire the session's write line; :meth:`close` waits until the mutation ends."""
+        self._enter()
+        try:
+            inner = self._session.begin_mutation()
+        except BaseException:
+            self._leave()
+            raise
+        if self._status != "open":
+            inner.end()
+            self._leave()
+            raise SessionClosedError()
+        return _HandleMutation(inner, self._leave)
+
+    def mutate(self, callback: Callable[[Any], T]) -> T:
+        """Run ``callback(mutation)`` holding the write line; refused if the handle closed while queued."""
+
+        def guarded(mutation: Any) -> T:
+            if self._status != "open":
+                raise SessionClosedError()
+            return callback(mutation)
+
+        return self._admit(self._session.mutate, guarded)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        return self._admit(self._session.get_entries, ids)
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        return self._admit(self._session.get_entry, entry_id)
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        return self._admit(self._session.get_value, address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        return self._admit(self._session.scan_values, prefix)
+
+    def read_list(self, address: Address, **options: Any) -> list[ListElement]:
+        return self._admit(self._session.read_list, address, **options)
+
+    def scan_branch(self, start: str, **query: Any) -> list[Entry]:
+        return self._admit(self._session.scan_branch, start, **query)
+
+    def get_stats(self) -> SessionStats:
+        return self._admit(self._session.get_stats)
+
+    def get_name(self) -> str | None:
+        return self._admit(self._session.get_name)
+
+    def get_label(self, target_id: str) -> str | None:
+        return self._admit(self._session.get_label, target_id)
+
+    def find_entries(self, **query: Any) -> list[Entry]:
+        return self._admit(self._session.find_entries, **query)
+
+    def find_entry(self, **query: Any) -> Entry | None:
+        return self._admit(self._session.find_entry, **query)
+
+    def get_branch_tip(self, name: str) -> str | None:
+        return self._admit(self._session.get_branch_tip, name)
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def set_value(self, address: Address, value: JsonValue) -> None:
+        self._admit(self._session.set_value, address, value)
+
+    def delete_value(self, address: Address) -> None:
+        self._admit(self._session.delete_value, address)
+
+    def append_list(self, address: Address, element: JsonValue) -> None:
+        self._admit(self._session.append_list, address, element)
+
+    def delete_list(self, address: Address) -> None:
+        self._admit(self._session.delete_list, address)
+
+    def set_name(self, name: str | None) -> None:
+        self._admit(self._session.set_name, name)
+
+    def set_label(self, target_id: str, label: str | None) -> None:
+        self._admit(self._session.set_label, target_id, label)
+
+    def append_to_branch(self, name: str, entry: Any) -> str:
+        return self._admit(self._session.append_to_branch, name, entry)
+
+    # --- branches ------------------------------------------------------------------------------
+
+    def branch(self, name: str) -> _HandleBranch | None:
+        """A fresh branch wrapper per call (pi's facade does not cache them), or None."""
+        found = self._admit(self._session.branch, name)
+        return None if found is None else _HandleBranch(self, found)
+
+    def create_branch(self, name: str, at: str | None) -> _HandleBranch:
+        return _HandleBranch(self, self._admit(self._session.create_branch, name, at))
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for everything admitted, then release the session for a later ``open``. Idempotent."""
+        with self._cond:
+            first = self._status == "open"
+            if first:
+                self._status = "closing"
+                while self._admitted:
+                    self._cond.wait()
+        if not first:
+            self._done.wait()
+            return
+        self._status = "closed"
+        self._on_closed()
+        self._done.set()
+
+    def __enter__(self) -> MemorySessionHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _HandleMutation:
+    """The underlying session mutation; ``end`` also releases the handle's admission."""
+
+    def __init__(self, inner: Any, release: Callable[[], None]) -> None:
+        self._inner = inner
+        self._release: Callable[[], None] | None = release
+        self._lock = threading.Lock()
+
+    def commit(self, writes: Sequence[Write]) -> CommitResult:
+        return self._inner.commit(writes)  # type: ignore[no-any-return]
+
+    def end(self) -> None:
+        try:
+            self._inner.end()
+        finally:
+            with self._lock:
+                release, self._release = self._release, None
+            if release is not None:
+                release()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __enter__(self) -> _HandleMutation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+
+class _HandleBranch:
+    """A branch whose calls are admitted through the handle."""
+
+    def __init__(self, handle: MemorySessionHandle, inner: Any) -> None:
+        self._handle = handle
+        self._inner = inner
+        self.name: str = inner.name
+
+    def get_tip_id(self) -> str | None:
+        return self._handle._admit(self._inner.get_tip_id)  # type: ignore[no-any-return]
+
+    def find_entries(self, **query: Any) -> list[Entry]:
+        return self._handle._admit(self._inner.find_entries, **query)  # type: ignore[no-any-return]
+
+    def find_entry(self, **query: Any) -> Entry | None:
+        return self._handle._admit(self._inner.find_entry, **query)  # type: ignore[no-any-return]
+
+    def append_message(self, message: JsonValue) -> str:
+        return self._handle._admit(self._inner.append_message, message)  # type: ignore[no-any-return]
+
+    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str:
+        return self._handle._admit(self._inner.append_custom_entry, custom_type, data)  # type: ignore[no-any-return]
