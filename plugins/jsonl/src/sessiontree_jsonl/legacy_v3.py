@@ -314,6 +314,7 @@ class LegacyV3Source:
         self._compactions: dict[LegacyIdKey, _CompactionPlan] = {}
         self._needed: set[LegacyIdKey] = set()
         self._values: list[dict[str, JsonValue]] = []
+        self._entry_ids: set[str] = set()
         self._size = 0
         self.entry_count = 0
         """Number of retained records (format-4 entries)."""
@@ -404,6 +405,10 @@ class LegacyV3Source:
         nearest retained ancestor's (``None`` at the root). Unknown ids raise :class:`KeyError`."""
         return self._records[legacy_id_key(legacy_id)].mapped_id
 
+    def has_entry(self, entry_id: str) -> bool:
+        """Whether ``entry_id`` is the format-4 id of one of the imported entries."""
+        return entry_id in self._entry_ids
+
     def is_retained(self, legacy_id: object) -> bool:
         """Whether the legacy record became an entry (``False`` for discarded types and unknown ids)."""
         record = self._records.get(legacy_id_key(legacy_id))
@@ -457,6 +462,7 @@ class LegacyV3Source:
                     raise self._error(str(error), line_number) from None
                 self.entry_count += 1
                 entry.seq = self.entry_count
+                self._entry_ids.add(entry.mapped_id)
             self._records[key] = entry
             self._ordered.append(entry)
             final = entry

@@ -1,0 +1,269 @@
+"""The canonical dump of one session: what ``oracle.sh dump`` prints for pi, for any backend.
+
+A dump is ``{legacyV3, header, entries, values, lists, usage, stats, branches}``:
+
+* ``entries``: every entry in seq order (``scan_entries``), as pi's entry objects;
+* ``values``: for every value namespace — pi's known ``pi.*`` ones plus the inventory's — sorted as JS
+  sorts strings (UTF-16 code units), the namespace's values in ``scan_values`` order;
+* ``lists``: every list address of the inventory (emptied lists included, as ``elements: []``);
+* ``usage``: the usage ledger; ``stats``: ``get_stats()``;
+* ``branches``: per ``pi.branch.tip`` value, ``{tip, path (root first), context}`` where ``context`` is the
+  branch's context messages, or ``{"error": message}`` when pi's context builder would throw.
+
+The storage API cannot enumerate namespaces or list keys, so the caller passes a :class:`DumpInventory`
+(the JSONL backend derives it from the file, as the oracle does: :func:`jsonl_inventory`).
+:func:`normalize_dump` replaces importer-minted ids, :func:`format_dump` prints
+``JSON.stringify(dump, null, 2) + "\\n"``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from . import jsjson
+from .context import build_context_entries, build_session_context
+from .contracts import Storage
+from .errors import InvalidAddressError
+from .model import ABSENT, JsonValue, UnknownEntry
+from .queries import BranchScan, EntryScan, ListReadOptions
+from .values import branch_tip_inventory_prefix, list_, value
+from .wire import (
+    entry_to_wire,
+    list_element_to_wire,
+    metadata_to_wire,
+    stats_to_wire,
+    stored_value_to_wire,
+    usage_row_to_wire,
+)
+
+__all__ = [
+    "KNOWN_VALUE_NAMESPACES",
+    "DumpInventory",
+    "dump_session",
+    "format_dump",
+    "js_sorted",
+    "jsonl_inventory",
+    "normalize_dump",
+]
+
+KNOWN_VALUE_NAMESPACES: tuple[str, ...] = (
+    "pi.branch.tip",
+    "pi.lane.config",
+    "pi.lane.state",
+    "pi.session.name",
+    "pi.entry.label",
+    "pi.result",
+    "pi.op.meta",
+    "pi.op.state",
+    "pi.pending.entry",
+    "pi.pending.tool_output",
+)
+"""The value namespaces every dump scans, whether or not the session has them."""
+
+_LIST_READ = ListReadOptions(limit=10_000)
+_UUIDV7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+# pi's context builder throws this when it meets an entry type it cannot project (V8's wording).
+_UNKNOWN_TYPE_CONTEXT_ERROR = "sessionEntryToContextMessages(...) is not iterable (cannot read property undefined)"
+
+
+@attrs.frozen(kw_only=True)
+class DumpInventory:
+    """What a dump scans beyond the known namespaces: value namespaces and list addresses."""
+
+    value_namespaces: frozenset[str] = frozenset()
+    list_addresses: frozenset[tuple[str, str]] = frozenset()
+
+
+def js_sorted(items: Iterable[str]) -> list[str]:
+    """Strings in JS ``Array.prototype.sort`` order (UTF-16 code units, not code points)."""
+    return sorted(items, key=lambda s: s.encode("utf-16-be", "surrogatepass"))
+
+
+def jsonl_inventory(text: str) -> DumpInventory:
+    """The namespaces and list addresses written anywhere in a JSONL session file's text.
+
+    Like the oracle: the header line and an unterminated tail are skipped, and so are lines that are
+    blank or not JSON (a dump of a file pi cannot open never gets this far anyway).
+    """
+    namespaces: set[str] = set()
+    lists: set[tuple[str, str]] = set()
+    lines = text.split("\n")
+    lines.pop()
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        try:
+            parsed = jsjson.loads(line)
+        except jsjson.JSONDecodeError:
+            continue
+        for write in parsed if isinstance(parsed, list) else [parsed]:
+            if not isinstance(write, dict):
+                continue
+            namespace, kind = write.get("namespace"), write.get("kind")
+            if not isinstance(namespace, str):
+                continue
+            if kind == "value":
+                namespaces.add(namespace)
+            elif kind == "list" and isinstance(write.get("key"), str):
+                lists.add((namespace, write["key"]))
+    return DumpInventory(value_namespaces=frozenset(namespaces), list_addresses=frozenset(lists))
+
+
+def _storage_of(source: object) -> Storage:
+    storage = getattr(source, "storage", None)
+    return storage if storage is not None else source  # type: ignore[return-value]
+
+
+def _header_of(source: object, storage: object) -> JsonValue:
+    header = getattr(storage, "header", None)
+    if callable(header):
+        header = header()
+    if header is not None:
+        return dict(header)
+    metadata = getattr(source, "metadata", None)
+    if metadata is not None:
+        return metadata_to_wire(metadata)
+    return None
+
+
+def _is_legacy_v3(storage: object) -> bool:
+    flag = getattr(storage, "is_legacy_v3", False)
+    return bool(flag() if callable(flag) else flag)
+
+
+def _context(path: list[Any]) -> JsonValue:
+    # pi iterates the projected entries in order and throws at the first one it cannot project.
+    for entry in build_context_entries(path):
+        if isinstance(entry, UnknownEntry):
+            return {"error": _UNKNOWN_TYPE_CONTEXT_ERROR}
+    try:
+        return build_session_context(path)
+    except (TypeError, ValueError) as error:
+        return {"error": str(error)}
+
+
+def dump_session(
+    source: object,
+    *,
+    inventory: DumpInventory | None = None,
+    header: Mapping[str, JsonValue] | None = None,
+    legacy_v3: bool | None = None,
+) -> dict[str, JsonValue]:
+    """The canonical dump of a :class:`~sessiontree.contracts.Session` or a bare
+    :class:`~sessiontree.contracts.Storage`.
+
+    ``header`` defaults to the storage's ``header`` (JSONL) or the session metadata; ``legacy_v3`` to the
+    storage's ``is_legacy_v3()`` (``False`` when it has none).
+    """
+    storage = _storage_of(source)
+    inventory = inventory or DumpInventory()
+    entries = [entry_to_wire(entry) for entry in storage.scan_entries(EntryScan(order="asc"))]
+    values: list[JsonValue] = []
+    for namespace in js_sorted(set(KNOWN_VALUE_NAMESPACES) | inventory.value_namespaces):
+        try:
+            prefix = value(namespace)
+        except InvalidAddressError:
+            continue
+        values.extend(stored_value_to_wire(stored) for stored in storage.scan_values(prefix))
+    lists: list[JsonValue] = []
+    by_namespace: dict[str, set[str]] = {}
+    for namespace, key in inventory.list_addresses:
+        by_namespace.setdefault(namespace, set()).add(key)
+    for namespace in js_sorted(by_namespace):
+        for key in js_sorted(by_namespace[namespace]):
+            try:
+                address = list_(namespace, key)
+            except InvalidAddressError:
+                continue
+            elements = [list_element_to_wire(e) for e in storage.read_list(address, _LIST_READ)]
+            lists.append({"namespace": namespace, "key": key, "elements": elements})
+    usage = [usage_row_to_wire(row) for row in storage.scan_usage()]
+    stats = stats_to_wire(storage.get_stats())
+    branches: dict[str, JsonValue] = {}
+    for tip in storage.scan_values(branch_tip_inventory_prefix()):
+        tip_id = tip.value
+        path = [] if tip_id is None else storage.scan_branch(BranchScan(start=tip_id, order="oldest_first"))
+        branches[tip.address.key] = {
+            "tip": None if tip_id is ABSENT else tip_id,
+            "path": [entry.id for entry in path],
+            "context": _context(path),
+        }
+    return {
+        "legacyV3": _is_legacy_v3(storage) if legacy_v3 is None else legacy_v3,
+        "header": dict(header) if header is not None else _header_of(source, storage),
+        "entries": entries,
+        "values": values,
+        "lists": lists,
+        "usage": usage,
+        "stats": stats,
+        "branches": branches,
+    }
+
+
+def normalize_dump(dump: Mapping[str, JsonValue], reference_text: str) -> dict[str, JsonValue]:
+    """Replace every entry/usage id that is a UUIDv7 absent from ``reference_text`` (i.e. minted by the
+    v3 importer) with ``#<seq>``, everywhere: ids, parent ids, values, object keys, paths, context.
+    """
+    mapping: dict[str, str] = {}
+    for record in [*(dump.get("entries") or []), *(dump.get("usage") or [])]:  # type: ignore[misc]
+        record_id = record.get("id") if isinstance(record, dict) else None
+        if isinstance(record_id, str) and _UUIDV7.fullmatch(record_id) and record_id not in reference_text:
+            mapping[record_id] = f"#{jsjson.format_number(record['seq'])}"
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return mapping.get(item, item)
+        if isinstance(item, list):
+            return [walk(element) for element in item]
+        if isinstance(item, dict):
+            return {mapping.get(key, key): walk(element) for key, element in item.items()}
+        return item
+
+    return walk(dict(dump))  # type: ignore[no-any-return]
+
+
+def format_dump(dump: JsonValue) -> str:
+    """``JSON.stringify(dump, null, 2) + "\\n"`` (JS number, string and key-order rules)."""
+    out: list[str] = []
+    _pretty(dump, "", out)
+    out.append("\n")
+    return "".join(out)
+
+
+def _pretty(item: Any, indent: str, out: list[str]) -> None:
+    if isinstance(item, dict):
+        members = [(k, v) for k, v in item.items() if v is not ABSENT]
+        if not members:
+            out.append("{}")
+            return
+        indices = sorted((k for k, _ in members if jsjson.is_array_index(k)), key=int)
+        if indices:
+            index_set = set(indices)
+            members = [(k, item[k]) for k in indices] + [(k, v) for k, v in members if k not in index_set]
+        inner = indent + "  "
+        out.append("{\n")
+        for i, (key, element) in enumerate(members):
+            out.append(inner + jsjson.dumps(key) + ": ")
+            _pretty(element, inner, out)
+            out.append(",\n" if i < len(members) - 1 else "\n")
+        out.append(indent + "}")
+    elif isinstance(item, (list, tuple)):
+        if not item:
+            out.append("[]")
+            return
+        inner = indent + "  "
+        out.append("[\n")
+        for i, element in enumerate(item):
+            out.append(inner)
+            if element is ABSENT:
+                out.append("null")
+            else:
+                _pretty(element, inner, out)
+            out.append(",\n" if i < len(item) - 1 else "\n")
+        out.append(indent + "]")
+    else:
+        out.append(jsjson.dumps(item))
