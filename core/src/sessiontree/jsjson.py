@@ -1,0 +1,322 @@
+"""JSON text exactly as JavaScript's ``JSON.stringify`` / ``JSON.parse`` produce and read it.
+
+pi persists every JSON text with ``JSON.stringify(x)`` (pi-formats §1.9), so byte-compatible files need an
+encoder that reproduces ECMAScript rather than Python conventions:
+
+* compact separators, non-ASCII written raw, lowercase ``\\u00xx`` escapes for C0 controls, lone surrogates
+  escaped as lowercase ``\\udxxx``, U+2028/U+2029/DEL raw;
+* numbers as ``Number::toString`` (``1`` not ``1.0``, ``1e+21``, ``1e-7``, ``0.000001``, ``-0`` → ``0``),
+  non-finite numbers as ``null``, Python ints beyond 2^53 rounded to a double first;
+* array-index keys (``"0"`` … ``"4294967294"``) first in ascending numeric order, then insertion order;
+* :data:`~sessiontree.model.ABSENT` (JS ``undefined``) omitted from objects and ``null`` in arrays.
+
+Both directions are on hot paths, so they go through orjson whenever its output is provably identical
+and fall back to an exact pure-Python path otherwise (see :func:`dumps` and :func:`loads`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+from .model import ABSENT, JsonValue
+
+__all__ = ["JSONDecodeError", "dumpb", "dumps", "format_number", "is_array_index", "loads"]
+
+_MAX_SAFE = 2**53
+_MAX_ARRAY_INDEX = 2**32 - 2
+
+# --- numbers -----------------------------------------------------------------------------------
+
+
+def format_number(n: int | float) -> str:
+    """ECMAScript ``Number::toString(n)``: shortest round-trip digits, JS exponent rules.
+
+    ``NaN`` and the infinities give ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (template-literal
+    semantics); :func:`dumps` writes them as ``null`` instead. Ints beyond 2^53 are first rounded to
+    the nearest double, as JS would hold them.
+    """
+    if type(n) is not int and type(n) is not float:
+        if isinstance(n, bool) or not isinstance(n, (int, float)):
+            raise TypeError(f"format_number() needs an int or float, got {type(n).__name__}")
+        n = int(n) if isinstance(n, int) else float(n)
+    if type(n) is int:
+        if -_MAX_SAFE <= n <= _MAX_SAFE:
+            return str(n)
+        try:
+            n = float(n)
+        except OverflowError:
+            return "Infinity" if n > 0 else "-Infinity"
+    if n != n:
+        return "NaN"
+    if n == 0.0:
+        return "0"
+    if n in (math.inf, -math.inf):
+        return "Infinity" if n > 0 else "-Infinity"
+    text = repr(n)
+    if "e" not in text:
+        # repr is positional only for 1e-4 <= |n| < 1e16, where JS is positional too.
+        return text[:-2] if text.endswith(".0") else text
+    return _from_exponent_repr(text)
+
+
+def _from_exponent_repr(text: str) -> str:
+    mantissa, _, exponent = text.partition("e")
+    sign = ""
+    if mantissa[0] == "-":
+        sign, mantissa = "-", mantissa[1:]
+    digits = mantissa.replace(".", "")
+    k = len(digits)
+    point = int(exponent) + 1  # ECMAScript's n: the decimal point sits after `point` digits
+    if k <= point <= 21:
+        return sign + digits + "0" * (point - k)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * (-point) + digits
+    e = point - 1
+    exp_text = ("e+" if e > 0 else "e-") + str(abs(e))
+    if k == 1:
+        return sign + digits + exp_text
+    return sign + digits[0] + "." + digits[1:] + exp_text
+
+
+def _number_json(n: int | float) -> str:
+    if type(n) is float and (n != n or n in (math.inf, -math.inf)):
+        return "null"
+    text = format_number(n)
+    return "null" if text in ("Infinity", "-Infinity") else text
+
+
+# --- keys --------------------------------------------------------------------------------------
+
+
+def is_array_index(key: str) -> bool:
+    """True for the canonical decimal strings ``"0"`` … ``"4294967294"`` (JS array-index keys)."""
+    return (
+        key.isascii()
+        and key.isdigit()
+        and (key[0] != "0" or len(key) == 1)
+        and (len(key) < 10 or int(key) <= _MAX_ARRAY_INDEX)
+    )
+
+
+def _ordered_items(obj: dict[str, Any]) -> Any:
+    indices = [k for k in obj if isinstance(k, str) and k[:1].isdigit() and is_array_index(k)]
+    if not indices:
+        return obj.items()
+    indices.sort(key=int)
+    index_set = set(indices)
+    return [(k, obj[k]) for k in indices] + [(k, v) for k, v in obj.items() if k not in index_set]
+
+
+# --- strings -----------------------------------------------------------------------------------
+
+_encode_basestring: Any = json.encoder.encode_basestring  # the C version; JS-identical but for surrogates
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _fix_surrogates(text: str) -> str:
+    # A UTF-16 round trip joins adjacent high+low code points into one character (a JS string holds them
+    # as a valid pair); whatever stays a surrogate is lone and JSON.stringify escapes it.
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+
+
+# --- encoder -----------------------------------------------------------------------------------
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    t = type(value)
+    if t is str:
+        out.append(_encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif t is int or t is float:
+        out.append(_number_json(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for key, item in _ordered_items(value):
+            if item is ABSENT:
+                continue
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise TypeError(f"JSON object keys must be strings, not {type(key).__name__}")
+                key = str.__str__(key)
+            if first:
+                first = False
+            else:
+                out.append(",")
+            out.append(_encode_basestring(key))
+            out.append(":")
+            _encode(item, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            if item is ABSENT:
+                out.append("null")
+            else:
+                _encode(item, out)
+        out.append("]")
+    elif isinstance(value, str):
+        out.append(_encode_basestring(str.__str__(value)))
+    elif isinstance(value, bool):
+        out.append("true" if value else "false")
+    elif isinstance(value, (int, float)):
+        out.append(_number_json(int(value) if isinstance(value, int) else float(value)))
+    else:
+        raise TypeError(f"Object of type {type(value).__name__} is not a JSON value")
+
+
+def _slow_dumps(value: Any) -> str:
+    if value is ABSENT:
+        raise TypeError("ABSENT (JS undefined) has no JSON text at top level")
+    out: list[str] = []
+    _encode(value, out)
+    text = "".join(out)
+    if not text.isascii() and _SURROGATE.search(text):
+        text = _fix_surrogates(text)
+    return text
+
+
+_ORJSON_OPTIONS = (
+    orjson.OPT_STRICT_INTEGER
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+# orjson output is byte-identical to JSON.stringify except for: a float written "x.0" (JS drops it), an
+# exponent JS writes positionally (e+16..e+20, e-6), a digit-led key (JS puts index keys first) and ABSENT
+# (an Enum, which orjson writes as its value). Outside string literals those show as the byte patterns
+# below; a hit inside a string literal only costs a needless slow path. Inside a JSON string a quote is
+# always escaped, so '{"d' / ',"d' (digits mapped to 'd') can only open a key or an array element.
+_DIGITS_AS_D = bytes(0x64 if 0x30 <= b <= 0x39 else b for b in range(256))
+_INTEGRAL_FLOAT = re.compile(rb"\.0(?:[,\]}]|$)")
+_POSITIONAL_EXPONENT = re.compile(rb"e(?:\+(?:1[6-9]|20)|-6)(?:[,\]}]|$)")
+
+
+def _orjson_is_exact(data: bytes) -> bool:
+    marked = data.translate(_DIGITS_AS_D)
+    if b'{"d' in marked or b',"d' in marked or b'"ABSENT"' in data:
+        return False
+    if b".0" in data and _INTEGRAL_FLOAT.search(data) is not None:
+        return False
+    if (b"e+" in data or b"e-6" in data) and _POSITIONAL_EXPONENT.search(data) is not None:
+        return False
+    return True
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError
+
+
+def dumpb(value: JsonValue) -> bytes:
+    """:func:`dumps` as UTF-8 bytes (what a JSONL line holds, minus the newline)."""
+    try:
+        data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _slow_dumps(value).encode("utf-8")
+    if _orjson_is_exact(data):
+        return data
+    return _slow_dumps(value).encode("utf-8")
+
+
+def dumps(value: JsonValue) -> str:
+    """``JSON.stringify(value)`` for plain JSON values (dict/list/tuple/str/int/float/bool/None).
+
+    Raises :class:`TypeError` for other objects, non-string keys, or a top-level ``ABSENT``.
+    """
+    try:
+        data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return _slow_dumps(value)
+    if _orjson_is_exact(data):
+        return data.decode("utf-8")
+    return _slow_dumps(value)
+
+
+# --- decoder -----------------------------------------------------------------------------------
+
+
+class JSONDecodeError(ValueError):
+    """The text is not JSON (what ``JSON.parse`` would reject). ``__cause__`` has the parser's detail."""
+
+
+_SIXTEEN_DIGITS = b"d" * 16  # the shortest integer beyond 2**53 has 16 digits
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_int(text: str) -> int | float:
+    if len(text) < 16:
+        return int(text)
+    if len(text) > 4000:  # beyond Python's int-from-str limit; the double is what JS keeps anyway
+        return float(text)
+    n = int(text)
+    return n if -_MAX_SAFE <= n <= _MAX_SAFE else float(n)
+
+
+_slow_decoder = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constant)
+
+
+def _js_ints(value: Any) -> Any:
+    """Turn ints beyond 2^53 into the double JS holds, in place."""
+    t = type(value)
+    if t is int:
+        return value if -_MAX_SAFE <= value <= _MAX_SAFE else float(value)
+    if t is dict:
+        for key, item in value.items():
+            if type(item) is int or type(item) is dict or type(item) is list:
+                value[key] = _js_ints(item)
+    elif t is list:
+        for i, item in enumerate(value):
+            if type(item) is int or type(item) is dict or type(item) is list:
+                value[i] = _js_ints(item)
+    return value
+
+
+def loads(text: str | bytes | bytearray | memoryview) -> JsonValue:
+    """``JSON.parse(text)``: ints stay ``int`` while ``|n| <= 2**53`` (beyond, the double JS holds),
+    floats are floats (``1e400`` → ``inf``), lone-surrogate escapes are accepted, a duplicate key keeps
+    the first key's position with the last value. Bytes are read as UTF-8, invalid sequences replaced
+    (as pi's file reads do). Raises :class:`JSONDecodeError`.
+    """
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        return _slow_loads(text, error)
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    if _SIXTEEN_DIGITS not in data.translate(_DIGITS_AS_D):
+        return value
+    return _js_ints(value)
+
+
+def _slow_loads(text: str | bytes | bytearray | memoryview, fast_error: Exception) -> JsonValue:
+    # orjson refuses lone-surrogate escapes, invalid UTF-8 and numbers that overflow a double, all of
+    # which JSON.parse accepts; everything else it refuses is not JSON either.
+    if not isinstance(text, str):
+        text = bytes(text).decode("utf-8", "replace")
+    try:
+        return _slow_decoder.decode(text)
+    except ValueError as error:
+        detail = str(error)
+        if isinstance(error, json.JSONDecodeError):
+            detail = f"{error.msg} at position {error.pos}"
+        raise JSONDecodeError(f"Invalid JSON: {detail}") from error
+    except RecursionError as error:
+        raise JSONDecodeError("Invalid JSON: nested too deeply") from error
