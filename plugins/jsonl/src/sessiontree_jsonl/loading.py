@@ -1,0 +1,179 @@
+"""Opening a format-4 session file into memory, and catching up on what other writers appended.
+
+Opening follows pi (pi-formats.md §3.1–3.2): header checks in pi's order and wording, then every
+complete line replayed with pi's validation, then ``nextSeq = max(last seq + 1, header.nextSeq)``.
+One divergence, on purpose: a torn final line (bytes after the last LF) is left on disk. pi rewrites
+the file at open time, even for a read-only open, racing any writer that is still appending that
+line; here the tail is cut only by the next writer, under the writer lock (:func:`catch_up`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Hashable
+
+import attrs
+
+from sessiontree.engine import SessionState
+from sessiontree.errors import StorageFormatError
+from sessiontree.fs import UTF8_BOM, FileHandle
+
+from .header import JSONL_STORAGE_VERSION, HeaderError, JsonlHeader, parse_session_header
+from .io import io_errors
+from .legacy_v3 import LegacyV3Header
+from .replay import EntrySource, Replayer
+
+__all__ = ["Generation", "HeaderLine", "catch_up", "load_generation", "read_header_line"]
+
+_CHUNK = 8 << 20
+_HEADER_CHUNK = 1 << 16
+
+
+@attrs.define(kw_only=True)
+class Generation:
+    """What one open file (one inode) holds in memory, and how far it has been read."""
+
+    header: JsonlHeader
+    state: SessionState
+    source: EntrySource
+    identity: Hashable
+    body_offset: int
+    """Offset of line 2 (just after the header's LF)."""
+    known_end: int
+    """Offset just after the last complete line replayed; bytes beyond it are unread or a torn tail."""
+    line_count: int
+    """Complete lines replayed, the header included (the number of the last one)."""
+    usage_ids: set[str]
+
+
+@attrs.frozen(kw_only=True)
+class HeaderLine:
+    """The first line: its text (BOM stripped) if LF-terminated, and where line 2 starts."""
+
+    text: str | None
+    body_offset: int
+
+
+def read_header_line(handle: FileHandle) -> HeaderLine:
+    """Read line 1 of ``handle``; ``text`` is ``None`` when there is no LF-terminated first line."""
+    buffer = b""
+    offset = 0
+    while True:
+        chunk = handle.read_at(offset, _HEADER_CHUNK)
+        if not chunk:
+            return HeaderLine(text=None, body_offset=offset)
+        start = len(buffer)
+        buffer += chunk
+        offset += len(chunk)
+        newline = buffer.find(b"\n", max(0, start))
+        if newline >= 0:
+            first = buffer[:newline]
+            if first.startswith(UTF8_BOM):
+                first = first[len(UTF8_BOM) :]
+            return HeaderLine(text=first.decode("utf-8", "replace"), body_offset=newline + 1)
+
+
+def parse_header(
+    line: HeaderLine, display_path: str, *, local_timezone: _dt.tzinfo = _dt.timezone.utc
+) -> JsonlHeader | LegacyV3Header:
+    """pi's header dispatch with pi's messages: ``missing header`` / ``invalid header`` (cause chained)."""
+    if not line.text:
+        raise StorageFormatError(f"Invalid JSONL storage {display_path}: missing header", path=display_path, line=1)
+    try:
+        return parse_session_header(line.text, local_timezone=local_timezone)
+    except HeaderError as error:
+        raise StorageFormatError(
+            f"Invalid JSONL storage {display_path}: invalid header", path=display_path, line=1
+        ) from error
+
+
+def check_storage_version(header: JsonlHeader, display_path: str) -> None:
+    """``Session <id> uses unsupported storage version <n>`` unless the header says version 1."""
+    if header.storage_version != JSONL_STORAGE_VERSION:
+        raise StorageFormatError(
+            f"Session {header.id} uses unsupported storage version {header.storage_version}",
+            path=display_path,
+            line=1,
+        )
+
+
+def load_generation(
+    handle: FileHandle, header: JsonlHeader, body_offset: int, *, display_path: str, size: int | None = None
+) -> Generation:
+    """Replay the body of an open format-4 file (up to ``size``, default its current size).
+
+    The handle becomes the generation's :class:`EntrySource` (keep it open while the state is used).
+    """
+    check_storage_version(header, display_path)
+    state = SessionState()
+    source = EntrySource(handle, display_path)
+    generation = Generation(
+        header=header,
+        state=state,
+        source=source,
+        identity=handle.identity(),
+        body_offset=body_offset,
+        known_end=body_offset,
+        line_count=1,
+        usage_ids=set(),
+    )
+    end = handle.size() if size is None else size
+    _replay_range(generation, handle, body_offset, end)
+    if header.next_seq is not None:
+        state.advance_next_seq(header.next_seq)
+    return generation
+
+
+def _replay_range(generation: Generation, handle: FileHandle, start: int, end: int) -> None:
+    """Replay the complete lines in ``[start, end)``; advances ``known_end`` and ``line_count``."""
+    replayer = Replayer(
+        generation.state,
+        generation.source,
+        path=generation.source.path,
+        usage_ids=generation.usage_ids,
+        first_line=generation.line_count + 1,
+    )
+    offset = start
+    pending = b""
+    pending_at = start
+    try:
+        while offset < end:
+            chunk = handle.read_at(offset, min(_CHUNK, end - offset))
+            if not chunk:
+                break
+            offset += len(chunk)
+            data = pending + chunk if pending else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                continue
+            complete = data if cut == len(data) - 1 else data[: cut + 1]
+            replayer.feed(complete, pending_at)
+            pending_at += cut + 1
+            pending = data[cut + 1 :]
+            generation.known_end = pending_at
+            generation.line_count = replayer.line
+    except StorageFormatError:
+        # Lines before the bad one are applied: remember how far that is.
+        generation.known_end = replayer.end_offset
+        generation.line_count = replayer.line - 1
+        raise
+    finally:
+        replayer.finish()
+
+
+def catch_up(generation: Generation, writer: FileHandle) -> int:
+    """Replay lines appended after ``known_end`` by other writers, then cut a torn tail.
+
+    Call it only while holding the writer lock on ``writer``'s file (the same inode as the generation):
+    an unterminated tail can then only be the remains of a writer that crashed or failed mid-append,
+    never a line still being written. Returns the number of torn bytes removed.
+    """
+    size = writer.size()
+    if size > generation.known_end:
+        _replay_range(generation, writer, generation.known_end, size)
+    if size > generation.known_end:
+        with io_errors("Failed to append JSONL storage", generation.source.path):
+            writer.truncate(generation.known_end)
+        return size - generation.known_end
+    return 0

@@ -1,0 +1,627 @@
+"""``JsonlStorage``: one session in one JSONL file, pi's format 4, byte-compatible with pi 0.87.1.
+
+Lines and headers are what pi writes (pi-formats.md §2); opening replays and validates like pi (§3),
+with pi's messages. Where sessiontree goes beyond pi (design.md, "Concurrency and durability"):
+
+* **Two writers are safe.** Each commit takes the file's writer lock (:mod:`.locking`), replays what
+  other processes appended since this storage last read (*catch-up*), validates against that real
+  state, appends its one line, optionally fsyncs, and releases.
+* **A failed append leaves no partial line.** The file is truncated back to the end of the last
+  complete line while the lock is still held; if even that fails, the next writer cuts the tail
+  under the lock before appending, so no later line is ever glued onto partial bytes.
+* **A deleted file is an error**, never silently recreated without its header.
+* **Torn tails are repaired only under the lock**, by the next writer, not at open time: bytes on disk
+  after a read-only open are unchanged (pi rewrites the file during open).
+* **Durability** ``"fsync"`` fsyncs each append, and every whole-file publish plus its directory.
+* **Snapshot compaction** (:meth:`JsonlStorage.compact`) and **lazy payloads** (:mod:`.replay`).
+
+A legacy v3 file (pi's CLI format) opens read-only through :mod:`.legacy_v3`; its first non-empty
+commit upgrades it to format 4 in place, keeping the original bytes as ``<file>.v3.bak``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from sessiontree import jsjson
+from sessiontree.commit_queue import CommitQueue
+from sessiontree.engine import PreparedCommit, SessionState
+from sessiontree.errors import (
+    SessionExistsError,
+    StorageConflictError,
+    StorageIOError,
+    UnsupportedOperationError,
+)
+from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem
+from sessiontree.ids import uuidv7
+from sessiontree.model import (
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    JsonValue,
+    ListElement,
+    SessionMetadata,
+    SessionStats,
+    StoredValue,
+    Usage,
+    UsageRow,
+)
+from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.wire import committed_write_to_wire, usage_from_wire
+from sessiontree.writes import EntryWrite, UsageWrite, Write
+
+from .header import JsonlHeader
+from .io import Durability, check_durability, io_error, io_errors, publish_atomically, remove_stale_temp_files
+from .legacy_v3 import LegacyV3Header, LegacyV3Options, LegacyV3Source
+from .loading import Generation, catch_up, load_generation, parse_header, read_header_line
+from .locking import locked_session_file
+from .replay import EntrySource, LazyEntryNode
+
+if TYPE_CHECKING:
+    from .compaction import CompactionReport
+
+__all__ = ["JsonlStorage", "wall_clock_ms"]
+
+
+def wall_clock_ms() -> int:
+    """The default storage clock: Unix milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+@attrs.define(kw_only=True)
+class _Legacy:
+    """A v3 file opened read-only: its importer, the imported usage and the file it came from."""
+
+    source: LegacyV3Source
+    usage: Usage
+    identity: object
+
+
+class JsonlStorage:
+    """A :class:`sessiontree.contracts.Storage` backed by one format-4 JSONL file.
+
+    Use :meth:`open` or :meth:`create`. Thread-safe: commits run one at a time in admission order;
+    reads answer from the latest applied commit. ``close()`` (or ``with``) releases the file.
+    """
+
+    def __init__(
+        self,
+        *,
+        fs: FileSystem,
+        path: str,
+        display_path: str,
+        generation: Generation,
+        now: Callable[[], int],
+        durability: Durability,
+        legacy: _Legacy | None = None,
+    ) -> None:
+        self._fs = fs
+        self._path = path
+        self._display_path = display_path
+        self._generation = generation
+        self._retired: list[EntrySource] = []
+        self._now = now
+        self._durability = durability
+        self._legacy = legacy
+        self._queue = CommitQueue("JsonlStorage is closed")
+        self._last_timestamp = 0
+        self._close_lock = threading.Lock()
+
+    # --- opening ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        fs: FileSystem | None = None,
+        now: Callable[[], int] | None = None,
+        durability: Durability = "process",
+        legacy_options: LegacyV3Options | None = None,
+    ) -> JsonlStorage:
+        """Open the session file at ``path`` (format 4, or legacy v3 read-only until its first write).
+
+        Raises :class:`StorageFormatError` with pi's messages (``Invalid JSONL storage <path>: missing
+        header`` / ``invalid header`` / ``line <n>``, ``Session <id> uses unsupported storage version
+        <n>``; ``path``/``line`` attributes, the reason as ``__cause__``) and :class:`StorageIOError`
+        (``Failed to read JSONL storage <path>: ...``).
+        """
+        fs = fs if fs is not None else LocalFileSystem()
+        durability = check_durability(durability)
+        display = os.fspath(path)
+        absolute = fs.absolute(display)
+        with io_errors("Failed to read JSONL storage", display):
+            handle = fs.open_file(absolute)
+        try:
+            with io_errors("Failed to read JSONL storage", display):
+                line = read_header_line(handle)
+            options = legacy_options or LegacyV3Options()
+            header = parse_header(line, display, local_timezone=options.local_timezone)
+            if isinstance(header, LegacyV3Header):
+                return cls._open_legacy(fs, absolute, display, handle, now, durability, options)
+            with io_errors("Failed to read JSONL storage", display):
+                generation = load_generation(handle, header, line.body_offset, display_path=display)
+        except BaseException:
+            handle.close()
+            raise
+        return cls(
+            fs=fs,
+            path=absolute,
+            display_path=display,
+            generation=generation,
+            now=now or wall_clock_ms,
+            durability=durability,
+        )
+
+    @classmethod
+    def _open_legacy(
+        cls,
+        fs: FileSystem,
+        path: str,
+        display: str,
+        handle: FileHandle,
+        now: Callable[[], int] | None,
+        durability: Durability,
+        options: LegacyV3Options,
+    ) -> JsonlStorage:
+        with io_errors("Failed to read JSONL storage", display):
+            source = LegacyV3Source.read(fs, path, options=options)
+        try:
+            state = SessionState()
+            for write in source.writes():
+                state.validate_committed((write,))
+                state.apply_committed((write,))
+            header = JsonlHeader.from_fields(source.header)
+            if header.next_seq is not None:
+                state.advance_next_seq(header.next_seq)
+            usage = usage_from_wire(source.imported_usage)
+        except BaseException:
+            source.close()
+            raise
+        identity = handle.identity()
+        generation = Generation(
+            header=header,
+            state=state,
+            source=EntrySource(handle, display),
+            identity=identity,
+            body_offset=0,
+            known_end=0,
+            line_count=0,
+            usage_ids=set(),
+        )
+        return cls(
+            fs=fs,
+            path=path,
+            display_path=display,
+            generation=generation,
+            now=now or wall_clock_ms,
+            durability=durability,
+            legacy=_Legacy(source=source, usage=usage, identity=identity),
+        )
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        header: JsonlHeader | Mapping[str, JsonValue],
+        *,
+        writes: Sequence[Write] = (),
+        fs: FileSystem | None = None,
+        now: Callable[[], int] | None = None,
+        durability: Durability = "process",
+        exclusive: bool = True,
+    ) -> JsonlStorage:
+        """Publish a new session file atomically: ``header`` (as given, key order kept) plus, when
+        ``writes`` is not empty, their transaction line; then open it.
+
+        Like pi, calls ``now()`` once (the timestamp of ``writes``). ``exclusive`` (the default) refuses
+        an existing file with :class:`~sessiontree.errors.SessionExistsError`; pi would replace it.
+        """
+        fs = fs if fs is not None else LocalFileSystem()
+        durability = check_durability(durability)
+        clock = now or wall_clock_ms
+        parsed = header if isinstance(header, JsonlHeader) else JsonlHeader.from_fields(header)
+        display = os.fspath(path)
+        absolute = fs.absolute(display)
+        timestamp = clock()
+        chunks = [parsed.encode()]
+        if writes:
+            state = SessionState()
+            if parsed.next_seq is not None:
+                state.advance_next_seq(parsed.next_seq)
+            prepared = state.prepare_commit(tuple(writes), timestamp)
+            chunks.append(_encode_line(prepared.writes)[0])
+        parent = os.path.dirname(absolute)
+        with io_errors("Failed to stage JSONL storage", display):
+            fs.mkdirs(parent)
+        publish_atomically(fs, absolute, chunks, durability=durability, replace=not exclusive)
+        storage = cls.open(absolute, fs=fs, now=clock, durability=durability)
+        storage._display_path = display
+        storage._generation.source.path = display
+        storage._last_timestamp = timestamp
+        return storage
+
+    # --- identity --------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The absolute path of the session file."""
+        return self._path
+
+    @property
+    def header(self) -> JsonlHeader:
+        """The header as read (for a v3 file: the normalized format-4 header, with ``nextSeq``)."""
+        return self._generation.header
+
+    @property
+    def metadata(self) -> SessionMetadata:
+        """Session metadata from the header, with the file's path."""
+        return self._generation.header.metadata(path=self._path)
+
+    @property
+    def durability(self) -> Durability:
+        return self._durability
+
+    def is_legacy_v3(self) -> bool:
+        """True while the file is a v3 file opened read-only (until the first non-empty commit)."""
+        return self._legacy is not None
+
+    # --- commits ---------------------------------------------------------------------------------
+
+    def commit(self, writes: Sequence[Write]) -> CommitResult:
+        """Assign seqs and one timestamp, validate against the file's current state, append one line.
+
+        Raises :class:`~sessiontree.errors.StorageValidationError` (nothing written),
+        :class:`StorageIOError` (``Failed to append JSONL storage <path>: ...``; nothing applied, no
+        partial line left), :class:`StorageFormatError` when another writer left a corrupt line.
+        """
+        batch = tuple(writes)
+        return self._queue.run(lambda: self._commit(batch))
+
+    def _timestamp(self) -> int:
+        timestamp = max(self._now(), self._last_timestamp)
+        self._last_timestamp = timestamp
+        return timestamp
+
+    def _commit(self, writes: tuple[Write, ...]) -> CommitResult:
+        timestamp = self._timestamp()
+        if not writes:
+            with self._queue.state_lock:
+                state = self._generation.state
+                return CommitResult(first_seq=state.next_seq, seqs=(), timestamp=timestamp, stats=self._stats())
+        if self._legacy is not None:
+            return self._upgrade_commit(writes, timestamp)
+        with self._writer() as writer:
+            return self._append(writer, writes, timestamp)
+
+    @contextlib.contextmanager
+    def _writer(self) -> Iterator[FileHandle]:
+        """The locked session file, with everything other writers appended already replayed."""
+        with locked_session_file(self._fs, self._path, display_path=self._display_path) as writer:
+            self._sync_with(writer)
+            yield writer
+
+    def _sync_with(self, writer: FileHandle) -> None:
+        generation = self._generation
+        if writer.identity() != generation.identity or writer.size() < generation.known_end:
+            self._reload()
+            generation = self._generation
+        with self._queue.state_lock:
+            catch_up(generation, writer)
+
+    def _reload(self) -> None:
+        """Read the file again from scratch: it was replaced (compaction, upgrade) or cut in place."""
+        with io_errors("Failed to read JSONL storage", self._display_path):
+            handle = self._fs.open_file(self._path)
+        try:
+            with io_errors("Failed to read JSONL storage", self._display_path):
+                line = read_header_line(handle)
+            header = parse_header(line, self._display_path)
+            if isinstance(header, LegacyV3Header):
+                raise StorageConflictError(
+                    f"Invalid JSONL storage {self._display_path}: replaced by a legacy v3 file"
+                )
+            if header.id != self._generation.header.id:
+                raise StorageConflictError(
+                    f"Invalid JSONL storage {self._display_path}: the file now holds session {header.id}, "
+                    f"not {self._generation.header.id}"
+                )
+            with io_errors("Failed to read JSONL storage", self._display_path):
+                generation = load_generation(handle, header, line.body_offset, display_path=self._display_path)
+        except BaseException:
+            handle.close()
+            raise
+        with self._queue.state_lock:
+            self._retired.append(self._generation.source)
+            self._generation = generation
+
+    def _append(self, writer: FileHandle, writes: Sequence[Write], timestamp: int) -> CommitResult:
+        generation = self._generation
+        state = generation.state
+        prepared = state.prepare_commit(writes, timestamp)
+        line, spans = _encode_line(prepared.writes)
+        start = generation.known_end
+        try:
+            writer.append(line)
+            if self._durability == "fsync":
+                writer.sync()
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                writer.truncate(start)
+            raise io_error("Failed to append JSONL storage", self._display_path, error) from error
+        with self._queue.state_lock:
+            _apply_appended(generation, prepared, start, spans)
+            generation.known_end = start + len(line)
+            generation.line_count += 1
+            stats = self._stats()
+        return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
+
+    # --- legacy v3 upgrade -----------------------------------------------------------------------
+
+    def _upgrade_commit(self, writes: tuple[Write, ...], timestamp: int) -> CommitResult:
+        legacy = self._legacy
+        assert legacy is not None
+        with locked_session_file(self._fs, self._path, display_path=self._display_path) as writer:
+            if writer.identity() != legacy.identity:
+                # Another process upgraded (or replaced) the file first: continue on what is there now.
+                self._leave_legacy()
+                self._reload()
+                with self._queue.state_lock:
+                    catch_up(self._generation, writer)
+                return self._append(writer, writes, timestamp)
+            return self._upgrade(writer, legacy, writes, timestamp)
+
+    def _upgrade(self, writer: FileHandle, legacy: _Legacy, writes: tuple[Write, ...], timestamp: int) -> CommitResult:
+        generation = self._generation
+        state = generation.state
+        row = UsageRow(
+            id=uuidv7(timestamp),
+            usage=legacy.usage,
+            adjustment=True,
+            details={"source": "v3-import"},
+        )
+        prepared = state.prepare_commit((UsageWrite(row), *writes), timestamp)
+        header = JsonlHeader.from_fields(
+            {**legacy.source.header, "nextSeq": prepared.first_seq + len(prepared.writes)}
+        )
+        self._back_up_legacy(writer)
+
+        written = 0
+
+        def lines() -> Iterator[bytes]:
+            nonlocal written
+            yield header.encode()
+            for write in legacy.source.writes():
+                written += 1
+                yield _encode_line((write,))[0]
+            yield _encode_line(prepared.writes)[0]
+
+        publish_atomically(self._fs, self._path, lines(), durability=self._durability)
+        with io_errors("Failed to read JSONL storage", self._display_path):
+            reader = self._fs.open_file(self._path)
+        with self._queue.state_lock:
+            state.apply(prepared)
+            generation.usage_ids.update(r.id for r in state.iter_usage())  # type: ignore[misc]
+            self._retired.append(generation.source)
+            with io_errors("Failed to read JSONL storage", self._display_path):
+                size = reader.size()
+                body = read_header_line(reader).body_offset
+            generation.header = header
+            generation.source = EntrySource(reader, self._display_path)
+            generation.identity = reader.identity()
+            generation.body_offset = body
+            generation.known_end = size
+            generation.line_count = written + 2
+            stats = self._stats_v4()
+            self._leave_legacy()
+        return CommitResult(
+            first_seq=prepared.first_seq + 1, seqs=prepared.seqs[1:], timestamp=timestamp, stats=stats
+        )
+
+    def _back_up_legacy(self, writer: FileHandle) -> None:
+        """Copy the v3 bytes to ``<file>.v3.bak`` (``.v3.<n>.bak`` when taken) before replacing them."""
+        size = writer.size()
+
+        def chunks() -> Iterator[bytes]:
+            offset = 0
+            while offset < size:
+                chunk = writer.read_at(offset, min(1 << 20, size - offset))
+                if not chunk:
+                    return
+                offset += len(chunk)
+                yield chunk
+
+        for attempt in range(1000):
+            name = f"{self._path}.v3.bak" if attempt == 0 else f"{self._path}.v3.{attempt}.bak"
+            try:
+                publish_atomically(self._fs, name, chunks(), durability=self._durability, replace=False)
+                return
+            except SessionExistsError:
+                continue
+        raise StorageIOError(f"Failed to stage JSONL storage {self._display_path}: no free backup name")
+
+    def _leave_legacy(self) -> None:
+        if self._legacy is not None:
+            self._legacy.source.close()
+            self._legacy = None
+
+    # --- compaction and fork support ----------------------------------------------------------
+
+    def compact(self) -> CompactionReport:
+        """Rewrite the file keeping only what the current state needs (see :mod:`.compaction`).
+
+        Every entry and usage row stays, with its seq and bytes; of value and list writes only the
+        current value of each address and the surviving list elements stay. The header's ``nextSeq``
+        becomes the high-water mark, so no seq is ever reused. The result stays readable by pi.
+        """
+        from .compaction import compact_locked
+
+        def job() -> CompactionReport:
+            if self._legacy is not None:
+                raise UnsupportedOperationError(
+                    "Cannot compact a legacy v3 JSONL session; commit a non-empty transaction to upgrade "
+                    "it to format 4 first"
+                )
+            with self._writer() as writer:
+                report = compact_locked(
+                    self._fs, self._path, self._generation, writer, durability=self._durability
+                )
+                remove_stale_temp_files(self._fs, self._path)
+                self._reload()
+            return report
+
+        return self._queue.run(job)
+
+    def capture_next_seq(self) -> int:
+        """The next seq as a job on the commit queue: a fork boundary that sees exactly the commits
+        admitted before it (pi's ``captureForkNextSeq``)."""
+
+        def job() -> int:
+            with self._queue.state_lock:
+                return self._generation.state.next_seq
+
+        return self._queue.run(job)
+
+    def run_exclusive(self, job: Callable[[SessionState], object]) -> object:
+        """Run ``job(state)`` on the commit queue with reads held off (e.g. an in-memory fork)."""
+
+        def wrapped() -> object:
+            with self._queue.state_lock:
+                return job(self._generation.state)
+
+        return self._queue.run(wrapped)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, release the file. Idempotent."""
+        self._queue.close(self._release)
+
+    def _release(self) -> None:
+        self._leave_legacy()
+        for source in (*self._retired, self._generation.source):
+            with contextlib.suppress(OSError):
+                source.close()
+        self._retired.clear()
+
+    def __enter__(self) -> JsonlStorage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"JsonlStorage({self._display_path!r})"
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def _read(self) -> SessionState:
+        self._queue.check_open()
+        return self._generation.state
+
+    def _stats(self) -> SessionStats:
+        if self._legacy is not None:
+            stats = self._generation.state.get_stats()
+            return SessionStats(message_count=stats.message_count, usage=self._legacy.usage)
+        return self._generation.state.get_stats()
+
+    def _stats_v4(self) -> SessionStats:
+        return self._generation.state.get_stats()
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.get_entries(ids)
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.get_value(address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.scan_values(prefix)
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.read_list(address, options)
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.scan_branch(query)
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.scan_branch_structure(query)
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.scan_entries(query)
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._generation.state.scan_usage(query)
+
+    def get_stats(self) -> SessionStats:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self._stats()
+
+
+# --- encoding and applying own lines --------------------------------------------------------------
+
+
+def _encode_line(writes: Sequence[Write]) -> tuple[bytes, list[tuple[int, int]]]:
+    """The transaction line (with LF) and the ``(offset in line, length)`` of every write's object."""
+    parts = [jsjson.dumpb(committed_write_to_wire(w)) for w in writes]
+    if len(parts) == 1:
+        return parts[0] + b"\n", [(0, len(parts[0]))]
+    spans = []
+    offset = 1
+    for part in parts:
+        spans.append((offset, len(part)))
+        offset += len(part) + 1
+    return b"[" + b",".join(parts) + b"]\n", spans
+
+
+def _apply_appended(
+    generation: Generation, prepared: PreparedCommit, line_offset: int, spans: Sequence[tuple[int, int]]
+) -> None:
+    """Apply a commit just appended at ``line_offset``; its entries become lazy nodes of the file."""
+    state = generation.state
+    source = generation.source
+    for write, (offset, length) in zip(prepared.writes, spans):
+        if isinstance(write, EntryWrite):
+            entry = write.entry
+            node = LazyEntryNode.__new__(LazyEntryNode)
+            node.id = entry.id
+            node.parent_id = entry.parent_id
+            node.seq = entry.seq
+            node.timestamp = entry.timestamp
+            node.type = entry.type
+            node.custom_type = entry.custom_type
+            node._entry = None
+            node._loader = source.load
+            node.offset = line_offset + offset
+            node.length = length
+            state.add_entry_node(node)
+            source.remember(node, entry)
+        else:
+            state.apply_committed((write,))
+            if isinstance(write, UsageWrite):
+                generation.usage_ids.add(write.row.id)  # type: ignore[arg-type]
+
