@@ -122,7 +122,10 @@ def _header_of(source: object, storage: object) -> JsonValue:
     header = getattr(storage, "header", None)
     if callable(header):
         header = header()
-    if header is not None:
+    to_wire = getattr(header, "to_wire", None)
+    if callable(to_wire):
+        return to_wire()  # type: ignore[no-any-return]
+    if isinstance(header, Mapping):
         return dict(header)
     metadata = getattr(source, "metadata", None)
     if metadata is not None:
@@ -156,7 +159,8 @@ def dump_session(
     """The canonical dump of a :class:`~sessiontree.contracts.Session` or a bare
     :class:`~sessiontree.contracts.Storage`.
 
-    ``header`` defaults to the storage's ``header`` (JSONL) or the session metadata; ``legacy_v3`` to the
+    ``header`` defaults to the storage's ``header`` (a mapping, or an object with ``to_wire()``) or the
+    session metadata; ``legacy_v3`` to the
     storage's ``is_legacy_v3()`` (``False`` when it has none).
     """
     storage = _storage_of(source)

@@ -262,7 +262,7 @@ def fork_session_file(
         if header.id != source_id or header.cwd != source_cwd:
             raise StorageValidationError(f"Session identity does not match header: {source_id}")
         if isinstance(header, LegacyV3Header):
-            legacy = LegacyV3Source.read(fs, source_path, options=legacy_options)
+            legacy = LegacyV3Source.read(fs, source_path, options=legacy_options, handle=_Borrowed(source))
             try:
                 records: WriteRecords = legacy.records
                 index = SourceIndex.build(records())
@@ -293,6 +293,26 @@ def fork_session_file(
     finally:
         if own_handle:
             source.close()
+
+
+class _Borrowed:
+    """A handle lent to a reader that closes what it reads: closing it leaves the real one open."""
+
+    def __init__(self, handle: FileHandle) -> None:
+        self._handle = handle
+
+    @property
+    def path(self) -> str:
+        return self._handle.path
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self._handle.read_at(offset, size)
+
+    def size(self) -> int:
+        return self._handle.size()
+
+    def close(self) -> None:
+        pass
 
 
 def _translate_legacy_entry(options: ForkOptions, legacy: LegacyV3Source) -> ForkOptions:

@@ -250,14 +250,18 @@ def resolve_legacy_parent(
     fs: FileSystem,
     parent_session: str,
     *,
-    is_header: Callable[[JsonValue], str | None],
+    is_header: Callable[[JsonValue], str | None] | None = None,
+    local_timezone: _dt.tzinfo = _dt.timezone.utc,
 ) -> dict[str, str]:
     """``{"parentSessionId": id}`` when ``parent_session`` names a file whose first line is any valid
     header (``is_header`` returns its id), else ``{"legacyParentSessionPath": parent_session}``.
 
     A relative path is resolved against the file system's working directory, as pi does. A missing
-    or unreadable file, or a bad header, falls back to the path (never an error).
+    or unreadable file, or a bad header, falls back to the path (never an error). By default any valid
+    format-4 or v3 header counts.
     """
+    if is_header is None:
+        is_header = _header_id_reader(local_timezone)
     try:
         line = fs.read_first_line(fs.absolute(parent_session))
     except OSError:
@@ -333,15 +337,19 @@ class LegacyV3Source:
         *,
         options: LegacyV3Options | None = None,
         is_header: Callable[[JsonValue], str | None] | None = None,
+        handle: FileHandle | None = None,
     ) -> LegacyV3Source:
         """Open ``path`` and take its inventory (pass 1 plus the derived values).
+
+        ``handle`` reads an already open file instead (the source then owns and closes it).
 
         ``is_header`` tells whether a parsed first line is a session header and returns its id (for
         ``parentSession``); by default any valid format-4 or v3 header counts, as in pi.
         Raises :class:`LegacyV3Error` (pi's messages) and :class:`OSError`.
         """
         options = options or LegacyV3Options()
-        handle = fs.open_file(path)
+        if handle is None:
+            handle = fs.open_file(path)
         try:
             size = handle.size()
             lines = iter_handle_lines(handle, limit=size)
@@ -360,7 +368,7 @@ class LegacyV3Source:
             source._derive_values()
             if header.parent_session is not None:
                 source.parent_fields = resolve_legacy_parent(
-                    fs, header.parent_session, is_header=is_header or _v3_header_id(options)
+                    fs, header.parent_session, is_header=is_header, local_timezone=options.local_timezone
                 )
         except BaseException:
             handle.close()
@@ -787,12 +795,12 @@ def _v4_header_id(value: JsonValue) -> str | None:
     return session_id if isinstance(session_id, str) else None
 
 
-def _v3_header_id(options: LegacyV3Options) -> Callable[[JsonValue], str | None]:
+def _header_id_reader(local_timezone: _dt.tzinfo) -> Callable[[JsonValue], str | None]:
     def header_id(value: JsonValue) -> str | None:
         v4 = _v4_header_id(value)
         if v4 is not None:
             return v4
-        header = parse_legacy_v3_header(value, local_timezone=options.local_timezone)
+        header = parse_legacy_v3_header(value, local_timezone=local_timezone)
         return None if header is None else header.id
 
     return header_id

@@ -1,0 +1,571 @@
+"""``JsonlSessionRepo``: one JSONL file per session in pi's directory layout (pi's ``jsonl/repo.js``).
+
+Sessions live in ``<root>/--<encoded cwd>--/<createdAt>_<encoded id>.jsonl`` (:mod:`.naming`); identity
+always comes from the header line, never from the name. Beyond pi:
+
+* **create stays flat in the catalog size.** pi lists the whole session directory on every create to
+  refuse a reused id. Here each repository remembers the ids of a directory after reading it once, and
+  re-reads it only when the directory's modification time shows that someone else changed it; the
+  publish itself is create-only, so two writers can never replace one another's file.
+* **list is robust.** An unreadable file is skipped with a logged warning (:meth:`JsonlSessionRepo.scan`
+  also returns it in ``errors``) instead of aborting the whole listing; a v3 parent header is read once
+  per listing. Order: ``createdAt`` descending, then id, then cwd, compared like ICU's root collation as
+  pi's ``localeCompare`` does (case and accents matter only on ties, lowercase first).
+* **An open legacy v3 session can be forked** (pi refuses): its imported ids are deterministic, so the
+  fork, streamed from the file, holds exactly the ids the open session shows.
+* ``close()`` closes the sessions it opened (a TODO in pi).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from os import PathLike
+from typing import Any
+
+import attrs
+
+from sessiontree.contracts import ForkOptions
+from sessiontree.errors import (
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionOpenError,
+    StorageClosedError,
+    StorageIOError,
+    StorageValidationError,
+)
+from sessiontree.engine import SessionState
+from sessiontree.fs import FileHandle, FileInfo, FileSystem, LocalFileSystem
+from sessiontree.ids import uuidv7
+from sessiontree.model import SessionMetadata
+from sessiontree.session import StorageBackedSession
+
+from .fork import fork_session_file
+from .header import JsonlHeader, LegacyV3Header, parse_session_header
+from .io import Durability, check_durability, publish_atomically
+from .legacy_v3 import LegacyV3Options, resolve_legacy_parent
+from .naming import SESSION_FILE_EXTENSION, session_directory_name, session_file_name, session_file_suffix
+from .storage import JsonlStorage
+
+__all__ = ["JsonlSessionRepo", "ListError", "ListResult"]
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.frozen(kw_only=True)
+class ListError:
+    """A file :meth:`JsonlSessionRepo.scan` could not read."""
+
+    path: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class ListResult:
+    """Sessions found (sorted as :meth:`JsonlSessionRepo.list` sorts them) and files skipped."""
+
+    sessions: list[SessionMetadata]
+    errors: list[ListError]
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _session_key(cwd: str, session_id: str) -> str:
+    return f"{cwd}\x00{session_id}"
+
+
+@attrs.define
+class _DirectoryIds:
+    """The session-id suffixes seen in one directory, valid while its mtime is ``mtime_ns``."""
+
+    mtime_ms: float
+    suffixes: set[str]
+
+
+class JsonlSessionRepo:
+    """A :class:`~sessiontree.contracts.SessionRepo` of JSONL files under ``root``.
+
+    :param root: the sessions root (relative paths resolve against the file system's cwd).
+    :param fs: the :class:`~sessiontree.fs.FileSystem` (default: the local disk).
+    :param now: the clock (Unix ms) for ``createdAt`` and commit timestamps.
+    :param durability: ``"process"`` (pi's) or ``"fsync"`` (file and directory fsync on publish/commit).
+    :param default_cwd: the cwd :meth:`create` uses when none is given (pi requires one per create).
+    :param legacy_options: how legacy v3 files are imported.
+    """
+
+    def __init__(
+        self,
+        root: str | PathLike[str],
+        *,
+        fs: FileSystem | None = None,
+        now: Callable[[], int] | None = None,
+        durability: Durability = "process",
+        default_cwd: str | None = None,
+        legacy_options: LegacyV3Options | None = None,
+    ) -> None:
+        self.fs: FileSystem = fs if fs is not None else LocalFileSystem()
+        self.root = self.fs.absolute(str(root))
+        self._now = now or _wall_clock_ms
+        self.durability = check_durability(durability)
+        self.default_cwd = default_cwd
+        self.legacy_options = legacy_options or LegacyV3Options()
+        self._lock = threading.Lock()
+        self._open: dict[str, StorageBackedSession] = {}
+        self._pending: set[str] = set()
+        self._directories: dict[str, _DirectoryIds] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionRepo({self.root!r})"
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def _assert_open(self) -> None:
+        if self._closed:
+            raise StorageClosedError("JsonlSessionRepo is closed")
+
+    def close(self) -> None:
+        """Refuse further calls and close the sessions this repository opened. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            sessions = list(self._open.values())
+        for session in sessions:
+            session.close()
+
+    def __enter__(self) -> JsonlSessionRepo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- paths --------------------------------------------------------------------------------------
+
+    def session_directory(self, cwd: str) -> str:
+        """The directory of the sessions of (absolute) ``cwd``."""
+        return self.fs.join(self.root, session_directory_name(cwd))
+
+    def _absolute_cwd(self, cwd: str) -> str:
+        try:
+            return self.fs.absolute(cwd)
+        except (OSError, ValueError) as error:
+            raise StorageValidationError(f"Failed to resolve session cwd {cwd}: {error}") from error
+
+    def _reserve(self, key: str, session_id: str) -> None:
+        with self._lock:
+            if key in self._open or key in self._pending:
+                raise SessionExistsError(f"Session already exists: {session_id}")
+            self._pending.add(key)
+
+    def _release(self, key: str) -> None:
+        with self._lock:
+            self._pending.discard(key)
+
+    def _new_session_path(self, cwd: str, session_id: str, created_at: int) -> str:
+        """pi's ``resolveNewSessionPath``: refuse an id already used in this cwd's directory."""
+        directory = self.session_directory(cwd)
+        suffix = session_file_suffix(session_id)
+        if suffix in self._known_suffixes(directory):
+            raise SessionExistsError(f"Session already exists: {session_id}")
+        with _io("Failed to create sessions directory", directory):
+            self.fs.mkdirs(directory)
+        return self.fs.join(directory, session_file_name(created_at, session_id))
+
+    def _known_suffixes(self, directory: str) -> set[str]:
+        try:
+            mtime = self.fs.stat(directory).mtime_ms
+        except FileNotFoundError:
+            self._directories.pop(directory, None)
+            return set()
+        except OSError as error:
+            raise StorageIOError(f"Failed to list sessions directory {directory}: {error}") from error
+        cached = self._directories.get(directory)
+        if cached is not None and cached.mtime_ms == mtime:
+            return cached.suffixes
+        suffixes: set[str] = set()
+        with _io("Failed to list sessions directory", directory):
+            children = self.fs.list_dir(directory)
+        for info in children:
+            if info.kind != "directory" and info.name.endswith(SESSION_FILE_EXTENSION):
+                underscore = info.name.find("_")
+                if underscore >= 0:
+                    # Every suffix "_<id>.jsonl" the name ends with (ids may contain "_").
+                    for index in range(underscore, len(info.name)):
+                        if info.name[index] == "_":
+                            suffixes.add(info.name[index:])
+        self._directories[directory] = _DirectoryIds(mtime_ms=mtime, suffixes=suffixes)
+        return suffixes
+
+    def _remember(self, path: str, session_id: str) -> None:
+        """Record a file this repository published (and the directory mtime that publish left)."""
+        directory = _parent_directory(path)
+        cached = self._directories.get(directory)
+        if cached is None:
+            return
+        cached.suffixes.add(session_file_suffix(session_id))
+        try:
+            cached.mtime_ms = self.fs.stat(directory).mtime_ms
+        except OSError:
+            self._directories.pop(directory, None)
+
+    # -- create / open ------------------------------------------------------------------------------
+
+    def create(
+        self, *, id: str | None = None, cwd: str | None = None, parent_session_id: str | None = None
+    ) -> StorageBackedSession:
+        """Create an empty session (a header-only file; no branches) and return it open.
+
+        ``cwd`` (the session's working directory, made absolute) is required, as in pi, unless the
+        repository has a ``default_cwd``. Raises :class:`SessionExistsError` for an id already used in
+        that cwd.
+        """
+        self._assert_open()
+        if cwd is None:
+            cwd = self.default_cwd
+        if cwd is None:
+            raise StorageValidationError(
+                "JsonlSessionRepo.create needs cwd= (the session's working directory); pass it, or give the "
+                "repository a default_cwd"
+            )
+        created_at = self._now()
+        session_id = id if id is not None else uuidv7(created_at)
+        absolute_cwd = self._absolute_cwd(cwd)
+        key = _session_key(absolute_cwd, session_id)
+        self._reserve(key, session_id)
+        path: str | None = None
+        try:
+            path = self._new_session_path(absolute_cwd, session_id, created_at)
+            header = JsonlHeader.new(
+                id=session_id, created_at=created_at, cwd=absolute_cwd, parent_session_id=parent_session_id
+            )
+            try:
+                publish_atomically(self.fs, path, [header.encode()], durability=self.durability, replace=False)
+            except SessionExistsError:
+                # Another writer published this very file first: it is theirs, leave it alone.
+                raise SessionExistsError(f"Session already exists: {session_id}") from None
+            self._remember(path, session_id)
+            try:
+                metadata = header.metadata(path=path, modified_at=self._modified_at(path))
+                return self._open_published(key, metadata, path)
+            except BaseException:
+                _remove_quietly(self.fs, path)
+                raise
+        finally:
+            self._release(key)
+
+    def open(self, metadata: SessionMetadata) -> StorageBackedSession:
+        """Open a stored session (the metadata ``list``, ``create`` or ``fork`` returned).
+
+        Refuses a session this repository already has open, a missing file, and a file whose header
+        names another id or cwd. The session's ``metadata`` is the object given.
+        """
+        self._assert_open()
+        path, cwd = _path_and_cwd(metadata)
+        key = _session_key(cwd, metadata.id)
+        with self._lock:
+            if key in self._open or key in self._pending:
+                raise SessionOpenError(f"Session is already open: {metadata.id}")
+            self._pending.add(key)
+        try:
+            with _io("Failed to open session", path):
+                exists = self.fs.exists(path)
+            if not exists:
+                raise SessionNotFoundError(f"Session file does not exist: {path}")
+            return self._open_published(key, metadata, path)
+        finally:
+            self._release(key)
+
+    def open_file(self, path: str) -> StorageBackedSession:
+        """Open the session file at ``path``, which need not lie under the root; its metadata comes from
+        the header. Errors name ``path`` as given (pi's ``Invalid JSONL storage <path>: ...``).
+        """
+        self._assert_open()
+        storage = self._open_storage(path)
+        try:
+            header = storage.header
+            metadata = header.metadata(path=storage.path, modified_at=self._modified_at(storage.path))
+            key = _session_key(header.cwd, header.id)
+            with self._lock:
+                if key in self._open or key in self._pending:
+                    raise SessionOpenError(f"Session is already open: {header.id}")
+                session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(key))
+                self._open[key] = session
+        except BaseException:
+            storage.close()
+            raise
+        return session
+
+    def _open_storage(self, path: str) -> JsonlStorage:
+        return JsonlStorage.open(
+            path, fs=self.fs, now=self._now, durability=self.durability, legacy_options=self.legacy_options
+        )
+
+    def _open_published(self, key: str, metadata: SessionMetadata, path: str) -> StorageBackedSession:
+        storage = self._open_storage(path)
+        try:
+            header = storage.header
+            if header.id != metadata.id or header.cwd != metadata.cwd:
+                raise StorageValidationError(f"Session identity does not match header: {metadata.id}")
+            if header.storage_version != 1:
+                raise StorageValidationError(
+                    f"Session {metadata.id} uses unsupported storage version {header.storage_version}"
+                )
+        except BaseException:
+            storage.close()
+            raise
+        session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(key))
+        with self._lock:
+            self._open[key] = session
+        return session
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._open.pop(key, None)
+
+    def _modified_at(self, path: str) -> float:
+        with _io("Failed to read session file info", path):
+            return self.fs.stat(path).mtime_ms
+
+    # -- list / delete ------------------------------------------------------------------------------
+
+    def list(self, *, cwd: str | None = None) -> list[SessionMetadata]:
+        """Metadata of every session (open or closed), newest first; ``cwd`` keeps one working directory.
+
+        Files that cannot be read are skipped with a logged warning (see :meth:`scan`).
+        """
+        result = self.scan(cwd=cwd)
+        for error in result.errors:
+            logger.warning("Skipping session file %s: %s", error.path, error.message)
+        return result.sessions
+
+    def scan(self, *, cwd: str | None = None) -> ListResult:
+        """Like :meth:`list`, also returning the files that could not be read.
+
+        Only the first line of each file is read. A first line that is not a session header is skipped
+        silently, as pi does (it may not be a session file at all).
+        """
+        self._assert_open()
+        wanted = None if cwd is None else self._absolute_cwd(cwd)
+        errors: list[ListError] = []
+        parents: dict[str, dict[str, str]] = {}
+        if wanted is not None:
+            directories = [self.session_directory(wanted)]
+        else:
+            try:
+                children = self.fs.list_dir(self.root)
+            except FileNotFoundError:
+                return ListResult(sessions=[], errors=[])
+            except OSError as error:
+                return ListResult(sessions=[], errors=[ListError(path=self.root, message=str(error))])
+            directories = [info.path for info in children if info.kind == "directory"]
+        sessions: list[SessionMetadata] = []
+        for directory in directories:
+            try:
+                files = self.fs.list_dir(directory)
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                errors.append(ListError(path=directory, message=f"Failed to list sessions directory: {error}"))
+                continue
+            for info in files:
+                if info.kind == "directory" or not info.name.endswith(SESSION_FILE_EXTENSION):
+                    continue
+                try:
+                    metadata = self._read_metadata(info, parents)
+                except OSError as error:
+                    errors.append(ListError(path=info.path, message=f"Failed to read session header: {error}"))
+                    continue
+                if metadata is not None and (wanted is None or metadata.cwd == wanted):
+                    sessions.append(metadata)
+        sessions.sort(key=_list_order)
+        return ListResult(sessions=sessions, errors=errors)
+
+    def _read_metadata(self, info: FileInfo, parents: dict[str, dict[str, str]]) -> SessionMetadata | None:
+        line = self.fs.read_first_line(info.path)
+        if line is None or not line.text:
+            return None
+        try:
+            header = parse_session_header(line.text)
+        except (ValueError, StorageValidationError):
+            return None
+        if isinstance(header, JsonlHeader):
+            return header.metadata(path=info.path, modified_at=info.mtime_ms)
+        return self._legacy_metadata(header, info, parents)
+
+    def _legacy_metadata(
+        self, header: LegacyV3Header, info: FileInfo, parents: dict[str, dict[str, str]]
+    ) -> SessionMetadata:
+        parent_fields: dict[str, str] = {}
+        if header.parent_session is not None:
+            parent_fields = parents.get(header.parent_session) or resolve_legacy_parent(
+                self.fs, header.parent_session
+            )
+            parents[header.parent_session] = parent_fields
+        return SessionMetadata(
+            id=header.id,
+            created_at=header.created_at,
+            storage_version=1,
+            cwd=header.cwd,
+            path=info.path,
+            modified_at=info.mtime_ms,  # type: ignore[arg-type]
+            parent_session_id=parent_fields.get("parentSessionId"),
+            legacy_parent_session_path=parent_fields.get("legacyParentSessionPath"),
+        )
+
+    def delete(self, metadata: SessionMetadata) -> None:
+        """Delete a closed session's file (its directory stays)."""
+        self._assert_open()
+        path, cwd = _path_and_cwd(metadata)
+        key = _session_key(cwd, metadata.id)
+        with self._lock:
+            if key in self._open or key in self._pending:
+                raise SessionOpenError(f"Session is open: {metadata.id}")
+            self._pending.add(key)
+        try:
+            with _io("Failed to delete session", path):
+                exists = self.fs.exists(path)
+            if not exists:
+                raise SessionNotFoundError(f"Session file does not exist: {path}")
+            with _io("Failed to delete session", path):
+                self.fs.remove(path)
+            self._directories.pop(_parent_directory(path), None)
+        finally:
+            self._release(key)
+
+    # -- fork ---------------------------------------------------------------------------------------
+
+    def fork(self, source: SessionMetadata, options: ForkOptions) -> StorageBackedSession:
+        """Copy a branch or the whole tree of ``source`` (open or closed) into a new open session in
+        the same cwd (pi-formats.md §6.8). The source is never modified.
+        """
+        self._assert_open()
+        source_path, cwd = _path_and_cwd(source)
+        created_at = self._now()
+        session_id = options.id if options.id is not None else uuidv7(created_at)
+        key = _session_key(cwd, session_id)
+        self._reserve(key, session_id)
+        destination: str | None = None
+        published = False
+        try:
+            destination = self._new_session_path(cwd, session_id, created_at)
+            with self._lock:
+                open_source = self._open.get(_session_key(cwd, source.id))
+            boundary, handle = (None, None) if open_source is None else self._fork_boundary(open_source)
+            try:
+                result = fork_session_file(
+                    self.fs,
+                    source_path,
+                    destination,
+                    source_id=source.id,
+                    source_cwd=cwd,
+                    options=options,
+                    destination_id=session_id,
+                    created_at=created_at,
+                    boundary=boundary,
+                    handle=handle,
+                    durability=self.durability,
+                    legacy_options=self.legacy_options,
+                )
+            finally:
+                if handle is not None:
+                    handle.close()
+            published = True
+            self._remember(destination, session_id)
+            metadata = result.header.metadata(path=destination, modified_at=self._modified_at(destination))
+            return self._open_published(key, metadata, destination)
+        except BaseException:
+            if published and destination is not None:
+                _remove_quietly(self.fs, destination)
+            raise
+        finally:
+            self._release(key)
+
+    def _fork_boundary(self, session: StorageBackedSession) -> tuple[int | None, FileHandle]:
+        """On the open source's commit queue (so between two of its commits): its next seq and a handle
+        on its file. A legacy v3 source needs no boundary: its file does not change until the upgrade."""
+        storage = session.storage
+        if not isinstance(storage, JsonlStorage):
+            raise StorageValidationError(f"Session {session.metadata.id} is not backed by a JSONL file")
+
+        def capture(state: SessionState) -> tuple[int | None, FileHandle]:
+            with _io("Failed to read JSONL storage", storage.path):
+                handle = self.fs.open_file(storage.path)
+            return (None if storage.is_legacy_v3() else state.next_seq), handle
+
+        return storage.run_exclusive(capture)  # type: ignore[arg-type,return-value]
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+class _io:  # noqa: N801 - reads as a statement: ``with _io("Failed to ...", path):``
+    """Turn an :class:`OSError` into ``StorageIOError("<action> <path>: <reason>")``."""
+
+    def __init__(self, action: str, path: str) -> None:
+        self.action, self.path = action, path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, _tb: Any) -> bool:
+        if isinstance(error, OSError) and not isinstance(error, StorageIOError):
+            raise StorageIOError(f"{self.action} {self.path}: {error.strerror or error}") from error
+        return False
+
+
+def _parent_directory(path: str) -> str:
+    separator = max(path.rfind("/"), path.rfind("\\"))
+    return path[:separator] if separator > 0 else path[: separator + 1]
+
+
+def _path_and_cwd(metadata: SessionMetadata) -> tuple[str, str]:
+    if metadata.path is None or metadata.cwd is None:
+        raise StorageValidationError(
+            f"Session metadata of {metadata.id} has no path or cwd; use the metadata this repository's "
+            "create(), list() or fork() returned"
+        )
+    return metadata.path, metadata.cwd
+
+
+def _remove_quietly(fs: FileSystem, path: str) -> None:
+    try:
+        fs.remove(path, missing_ok=True)
+    except OSError:
+        logger.warning("Could not remove %s after a failed create or fork", path)
+
+
+def _collation_key(text: str) -> tuple[Any, ...]:
+    """An approximation of ICU root collation (what ``localeCompare`` uses with no locale data that
+    matters here): base letters first, case-insensitively; then accents; then lowercase before
+    uppercase; code points last so the order is total.
+    """
+    primary: list[tuple[int, Any]] = []
+    secondary: list[str] = []
+    tertiary: list[int] = []
+    for char in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(char):
+            secondary.append(char)
+            continue
+        if char.isspace():
+            primary.append((0, ord(char)))
+        elif char.isdigit():
+            primary.append((2, unicodedata.digit(char, 0), ord(char)))  # type: ignore[arg-type]
+        elif char.isalpha():
+            primary.append((3, char.lower()))
+        elif unicodedata.category(char)[0] in "PS":
+            primary.append((1, ord(char)))
+        else:
+            primary.append((4, ord(char)))
+        secondary.append("")
+        tertiary.append(1 if char != char.lower() else 0)
+    return (tuple(primary), tuple(secondary), tuple(tertiary), text)
+
+
+def _list_order(metadata: SessionMetadata) -> tuple[Any, ...]:
+    return (-metadata.created_at, _collation_key(metadata.id), _collation_key(metadata.cwd or ""))
