@@ -5,6 +5,7 @@ Loading through real entry points is tested end to end in ``tests/test_entry_poi
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import sys
 import types
@@ -16,6 +17,7 @@ import attrs
 import pytest
 
 from sessiontree import __main__ as entry
+from sessiontree import hookspecs
 from sessiontree.contracts import Backend, Capabilities, SessionRepo, Storage
 from sessiontree.errors import BackendConflictError, BackendNotFoundError, PluginError, PluginLoadError
 from sessiontree.hookspecs import (
@@ -555,6 +557,19 @@ def test_with_nothing_given_open_repo_uses_sessiontree_url(
     assert repo.backend.options == {"url": "fake:///from/env"}
 
 
+def test_an_unknown_or_malformed_sessiontree_url_says_where_it_came_from(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(URL_ENV, "nosuch:///x")
+    with pytest.raises(BackendNotFoundError, match=f"The URL comes from {URL_ENV}"):
+        Registry(autoload=False).open_repo()
+    monkeypatch.setenv(URL_ENV, "/var/lib/sessions")
+    with pytest.raises(
+        PluginError, match=f"Invalid sessiontree URL '/var/lib/sessions'.*comes from {URL_ENV}"
+    ):
+        Registry(autoload=False).open_repo()
+
+
 def test_the_default_url_is_jsonl_in_the_user_data_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -688,3 +703,41 @@ def test_main_without_sessiontree_cli_prints_usage(
     monkeypatch.setitem(sys.modules, "sessiontree.cli", None)
     assert entry.main(["sessions"]) == 2
     assert "usage: python -m sessiontree backends [--all]" in capsys.readouterr().err
+
+
+# --- guards: every hook is documented the pytest way, the registry is safe to share -------------------------
+
+
+def test_every_hookspec_documents_each_argument_and_firstresult() -> None:
+    registry = Registry(autoload=False)
+    hook_names = sorted(name for name in vars(registry._pm.hook) if not name.startswith("_"))
+    assert hook_names == [
+        "register_backends",
+        "register_entry_projectors",
+        "register_filesystems",
+        "resolve_filesystem",
+    ]
+    for name in hook_names:
+        caller = getattr(registry._pm.hook, name)
+        assert caller.spec is not None
+        doc = getattr(hookspecs, name).__doc__ or ""
+        for argument in caller.spec.argnames:
+            assert f":param {argument}:" in doc, (name, argument)
+        assert ("Stops at first non-None result" in doc) == bool(caller.spec.opts.get("firstresult")), name
+
+
+def test_concurrent_first_use_loads_and_collects_once() -> None:
+    calls: list[int] = []
+
+    class Counting:
+        @hookimpl
+        def register_backends(self, register: RegisterBackend) -> None:
+            calls.append(1)
+            register(spec("counted"))
+
+    registry = Registry(autoload=False)
+    registry.register(Counting(), "counting")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        backends = list(pool.map(lambda _: registry.backend("counted"), range(32)))
+    assert all(isinstance(backend, FakeBackend) for backend in backends)
+    assert calls == [1]

@@ -607,16 +607,13 @@ class Registry:
         self, url_or_mapping: str | Mapping[str, Any] | None = None, /, **options: Any
     ) -> Backend:
         """The backend a URL or mapping selects (see :func:`open_backend`)."""
-        name, backend_options, default_from = _selection(url_or_mapping, options)
+        name, backend_options, source = _selection(url_or_mapping, options)
         try:
             return self.backend(name, **backend_options)
         except BackendNotFoundError as exc:
-            if default_from is None:
+            if source is None:
                 raise
-            raise BackendNotFoundError(
-                f"{exc} (This is the default repository, {default_from}; set {URL_ENV} or pass a URL such "
-                f"as 'memory://' to choose another.)"
-            ) from None
+            raise BackendNotFoundError(f"{exc} ({source})") from None
 
     def open_repo(
         self, url_or_mapping: str | Mapping[str, Any] | None = None, /, **options: Any
@@ -801,18 +798,28 @@ def _version(distribution: str) -> str | None:
 def _selection(
     url_or_mapping: str | Mapping[str, Any] | None, options: Mapping[str, Any]
 ) -> tuple[str, dict[str, Any], str | None]:
-    """``(backend name, factory options, where the default came from or None)``."""
-    default_from: str | None = None
+    """``(backend name, factory options, where an implicit URL came from or None)``."""
+    source: str | None = None
     if url_or_mapping is None:
         if env_url := os.environ.get(URL_ENV):
             url_or_mapping = env_url
+            source = f"The URL comes from {URL_ENV}."
         else:
             url_or_mapping = default_url()
-            default_from = url_or_mapping
+            source = (
+                f"This is the default repository, {url_or_mapping}; set {URL_ENV} or pass a URL such as "
+                f"'memory://' to choose another."
+            )
     if isinstance(url_or_mapping, str):
         if "url" in options:
             raise PluginError(f"The URL is given twice: {url_or_mapping!r} and url={options['url']!r}")
-        return parse_url(url_or_mapping).backend, {"url": url_or_mapping, **options}, default_from
+        try:
+            backend = parse_url(url_or_mapping).backend
+        except PluginError as exc:
+            if source is None:
+                raise
+            raise PluginError(f"{exc} ({source})") from exc
+        return backend, {"url": url_or_mapping, **options}, source
     if isinstance(url_or_mapping, Mapping):
         return (*_mapping_selection(url_or_mapping, options), None)
     raise PluginError(
