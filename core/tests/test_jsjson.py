@@ -1,4 +1,4 @@
-"""sessiontree.jsjson: JSON text byte-identical to JavaScript's JSON.stringify / JSON.parse (pi-formats §1.9)."""
+"""sessiontree.jsjson: JSON text byte-identical to JS JSON.stringify / JSON.parse (pi-formats §1.9)."""
 
 from __future__ import annotations
 
@@ -131,8 +131,35 @@ def ref_stringify(value: Any) -> str | None:
 
 any_char = st.characters(codec=None, exclude_categories=())  # every code point, lone surrogates included
 special_chars = st.sampled_from(
-    ["\x00", "\x01", "\x08", "\t", "\n", "\x0b", "\x0c", "\r", "\x1f", '"', "\\", "/", "\x7f", "\x80", "\u2028",
-     "\u2029", "\ufeff", "\uffff", "\ud800", "\udbff", "\udc00", "\udfff", "\U0001f600", "é", "e", "0", "."]
+    [
+        "\x00",
+        "\x01",
+        "\x08",
+        "\t",
+        "\n",
+        "\x0b",
+        "\x0c",
+        "\r",
+        "\x1f",
+        '"',
+        "\\",
+        "/",
+        "\x7f",
+        "\x80",
+        "\u2028",
+        "\u2029",
+        "\ufeff",
+        "\uffff",
+        "\ud800",
+        "\udbff",
+        "\udc00",
+        "\udfff",
+        "\U0001f600",
+        "é",
+        "e",
+        "0",
+        ".",
+    ]
 )
 texts = st.text(st.one_of(any_char, special_chars), max_size=20)
 floats = st.one_of(
@@ -141,8 +168,12 @@ floats = st.one_of(
     st.integers(-(10**22), 10**22).map(float),
     st.builds(lambda m, e: m * 10.0**e, st.integers(1, 999), st.integers(-12, 24)),
 )
-ints = st.one_of(st.integers(-(2**53) - 4, 2**53 + 4), st.integers(), st.sampled_from([2**64, -(2**63), 10**400]))
-index_like_keys = st.sampled_from(["0", "1", "2", "10", "4294967294", "4294967295", "01", "-1", "1.5", "00", "١"])
+ints = st.one_of(
+    st.integers(-(2**53) - 4, 2**53 + 4), st.integers(), st.sampled_from([2**64, -(2**63), 10**400])
+)
+index_like_keys = st.sampled_from(
+    ["0", "1", "2", "10", "4294967294", "4294967295", "01", "-1", "1.5", "00", "١"]
+)
 keys = st.one_of(texts, index_like_keys, st.integers(0, 2**33).map(str), st.just("ABSENT"))
 scalars = st.one_of(st.none(), st.booleans(), ints, floats, texts, st.just("ABSENT"))
 json_values = st.recursive(
@@ -233,7 +264,9 @@ def test_number_formatting(number: int | float, expected: str) -> None:
     ("number", "as_string"),
     [(math.nan, "NaN"), (math.inf, "Infinity"), (-math.inf, "-Infinity"), (10**400, "Infinity")],
 )
-def test_non_finite_numbers_are_null_in_json_and_named_by_format_number(number: float, as_string: str) -> None:
+def test_non_finite_numbers_are_null_in_json_and_named_by_format_number(
+    number: float, as_string: str
+) -> None:
     assert jsjson.format_number(number) == as_string
     assert jsjson.dumps({"x": number}) == '{"x":null}'
 
@@ -265,8 +298,19 @@ def test_array_index_keys_come_first_in_numeric_order() -> None:
 
 @pytest.mark.parametrize(
     ("key", "is_index"),
-    [("0", True), ("7", True), ("4294967294", True), ("4294967295", False), ("01", False), ("-1", False),
-     ("", False), ("1.0", False), ("١", False), ("²", False), (" 1", False)],
+    [
+        ("0", True),
+        ("7", True),
+        ("4294967294", True),
+        ("4294967295", False),
+        ("01", False),
+        ("-1", False),
+        ("", False),
+        ("1.0", False),
+        ("١", False),
+        ("²", False),
+        (" 1", False),
+    ],
 )
 def test_is_array_index(key: str, is_index: bool) -> None:
     assert jsjson.is_array_index(key) is is_index
@@ -340,8 +384,23 @@ def test_loads_replaces_invalid_utf8_like_a_file_read() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", " ", "{bad json", "[1,]", "NaN", "Infinity", "-Infinity", "01", "1.", "'a'", "\ufeff{}", b"\xef\xbb\xbf{}",
-     '{"a":1}x', "\x0c{}", '"a\x01"'],
+    [
+        "",
+        " ",
+        "{bad json",
+        "[1,]",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "01",
+        "1.",
+        "'a'",
+        "\ufeff{}",
+        b"\xef\xbb\xbf{}",
+        '{"a":1}x',
+        "\x0c{}",
+        '"a\x01"',
+    ],
 )
 def test_loads_rejects_what_json_parse_rejects(text: str | bytes) -> None:
     with pytest.raises(jsjson.JSONDecodeError, match="^Invalid JSON") as info:
@@ -413,8 +472,12 @@ def test_ordinary_records_take_the_orjson_path() -> None:
         "id": "019fb277-74e8-7599-ad50-60d4c0ffee00",
         "parentId": None,
         "type": "message",
-        "message": {"role": "assistant", "content": [{"type": "text", "text": "answer " * 20}],
-                    "usage": {"input": 10, "cost": {"input": 0.001, "total": 0.003}}, "timestamp": 1785000000001},
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "answer " * 20}],
+            "usage": {"input": 10, "cost": {"input": 0.001, "total": 0.003}},
+            "timestamp": 1785000000001,
+        },
         "seq": 4,
         "timestamp": 1785000004000,
     }
