@@ -274,6 +274,11 @@ class Replayer:
         types = self._types
         last = self._last_node
         for position, record in enumerate(records):
+            if raws is not None:
+                # Every element is an object (or decoding failed above): it starts at the next "{".
+                length = len(raws[position])
+                at = data.index(b"{", cursor, end)
+                cursor = at + length
             seq = record.seq
             if seq <= previous or seq > _MAX_SAFE_INTEGER:
                 raise _NeedsExactPath
@@ -302,10 +307,6 @@ class Replayer:
                     while data[stop - 1] in _JSON_SPACE:
                         stop -= 1
                     length = stop - start
-                else:
-                    length = len(raws[position])
-                    at = data.index(b"{", cursor, end)
-                    cursor = at + length
                 node = new(LazyEntryNode)
                 node.id = entry_id
                 node.parent_id = parent
