@@ -1,0 +1,276 @@
+"""The ``sessiontree`` console script.
+
+Every subcommand is a :class:`Command` in one registry (:func:`register_command`): a name, a one-line
+help, a function that adds its arguments to an :mod:`argparse` subparser, and a function that runs it
+and returns the exit status. Built in:
+
+* ``sessiontree dump PATH_OR_URL [--session ID] [--normalize]`` prints the canonical dump of a session
+  (:mod:`sessiontree.dump`), exactly as the pi oracle's ``dump`` does;
+* ``sessiontree commit PATH_OR_URL [--session ID] [--cwd CWD]`` reads one JSON array of pi-shaped
+  input writes per stdin line, commits each array as one transaction and prints each commit result
+  as a JSON line.
+
+``PATH_OR_URL`` is a session file (a JSONL session, opened through the ``jsonl`` backend) or a repository
+URL (``jsonl:///srv/sessions``, ``sqlite:///x.sqlite``, ...) with ``--session ID``. A user mistake is one
+line on stderr and exit status 1 (2 for bad arguments), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO
+
+import attrs
+
+from . import jsjson
+from .dump import DumpInventory, dump_session, format_dump, jsonl_inventory, normalize_dump
+from .errors import SessionTreeError
+from .plugins import open_repo
+from .urls import local_path_url
+from .wire import commit_result_to_wire, input_write_from_wire
+
+__all__ = ["Command", "CommandError", "commands", "main", "register_command"]
+
+PROG = "sessiontree"
+
+
+class CommandError(Exception):
+    """A user mistake a command reports as one line (exit status 1)."""
+
+
+@attrs.frozen(kw_only=True)
+class Command:
+    """One subcommand of the ``sessiontree`` script."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    """Adds the command's arguments to its subparser."""
+    run: Callable[[argparse.Namespace], int]
+    """Runs the command; returns the exit status."""
+
+
+_COMMANDS: dict[str, Command] = {}
+
+
+def register_command(command: Command) -> Command:
+    """Add ``command`` to the script (a name can be registered once)."""
+    if command.name in _COMMANDS:
+        raise ValueError(f"sessiontree command {command.name!r} is already registered")
+    _COMMANDS[command.name] = command
+    return command
+
+
+def commands() -> list[Command]:
+    """The registered commands, by name."""
+    return [_COMMANDS[name] for name in sorted(_COMMANDS)]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Inspect and write sessiontree sessions.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in commands():
+        command.configure(sub.add_parser(command.name, help=command.help, description=command.help))
+    return parser
+
+
+def _describe(error: BaseException) -> str:
+    """The message and its chain of causes, pi-style: ``message (cause: a; b)``."""
+    causes: list[str] = []
+    cause = _cause_of(error)
+    while cause is not None and len(causes) < 10:
+        text = str(cause)
+        if text and text not in causes:
+            causes.append(text)
+        cause = _cause_of(cause)
+    message = str(error) or type(error).__name__
+    return f"{message} (cause: {'; '.join(causes)})" if causes else message
+
+
+def _cause_of(error: BaseException) -> BaseException | None:
+    if error.__cause__ is not None:
+        return error.__cause__
+    return None if error.__suppress_context__ else error.__context__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the script with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    command = _COMMANDS[args.command]
+    try:
+        return command.run(args)
+    except (CommandError, SessionTreeError, OSError, ValueError, UnicodeError) as error:
+        sys.stderr.write(f"{PROG} {command.name}: error: {_describe(error)}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG} {command.name}: interrupted\n")
+        return 130
+
+
+# --- opening a session ------------------------------------------------------------------------------
+
+
+def _is_url(target: str) -> bool:
+    return "://" in target
+
+
+@attrs.define
+class _Target:
+    session: Any
+    file_text: str | None
+    """The session file's text when it is a JSONL file (what dump inventories and normalizes against)."""
+
+
+def _read_file_text(session: Any) -> str | None:
+    path = getattr(getattr(session, "metadata", None), "path", None)
+    if not isinstance(path, str) or not path.endswith(".jsonl") or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _open_target(
+    target: str, session_id: str | None, *, cwd: str | None = None, create: bool = False
+) -> Iterator[_Target]:
+    """Open the session ``target`` names (creating it in a repository when ``create``), and close it
+    and its repository afterwards."""
+    if _is_url(target):
+        if session_id is None:
+            raise CommandError(f"{target} is a repository: name the session with --session ID")
+        repo = open_repo(target)
+    else:
+        if session_id is not None:
+            raise CommandError("--session applies to repository URLs; a session file names its session itself")
+        if not os.path.exists(target):
+            raise CommandError(f"No such session file: {target}")
+        repo = open_repo(local_path_url("jsonl", os.path.dirname(os.path.abspath(target))))
+    try:
+        if _is_url(target):
+            session = _open_by_id(repo, target, session_id, cwd=cwd, create=create)  # type: ignore[arg-type]
+        else:
+            open_file = getattr(repo, "open_file", None)
+            if open_file is None:
+                raise CommandError(f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path")
+            session = open_file(target)
+        try:
+            yield _Target(session=session, file_text=_read_file_text(session))
+        finally:
+            session.close()
+    finally:
+        repo.close()
+
+
+def _open_by_id(repo: Any, url: str, session_id: str, *, cwd: str | None, create: bool) -> Any:
+    found = [m for m in repo.list() if m.id == session_id]
+    if cwd is not None and len(found) > 1:
+        wanted = os.path.abspath(cwd)
+        found = [m for m in found if getattr(m, "cwd", None) in (cwd, wanted)]
+    if len(found) > 1:
+        where = ", ".join(sorted(str(getattr(m, "cwd", None)) for m in found))
+        raise CommandError(f"Session {session_id} exists in several working directories ({where}); pick one with --cwd")
+    if found:
+        return repo.open(found[0])
+    if not create:
+        raise CommandError(f"No session {session_id} in {url}")
+    return repo.create(id=session_id, cwd=cwd if cwd is not None else os.getcwd())
+
+
+def _stdout() -> BinaryIO:
+    return sys.stdout.buffer  # type: ignore[no-any-return]
+
+
+# --- dump ---------------------------------------------------------------------------------------------
+
+
+def _configure_dump(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="PATH_OR_URL", help="a session file, or a repository URL with --session")
+    parser.add_argument("--session", metavar="ID", help="the session id inside a repository URL")
+    parser.add_argument(
+        "--normalize",
+        action="store_true",
+        help="replace importer-minted ids (UUIDv7 ids absent from the session file) with #<seq>",
+    )
+
+
+def _run_dump(args: argparse.Namespace) -> int:
+    with _open_target(args.target, args.session) as target:
+        text = target.file_text
+        inventory = jsonl_inventory(text) if text is not None else _storage_inventory(target.session)
+        dump = dump_session(target.session, inventory=inventory)
+        if args.normalize:
+            dump = normalize_dump(dump, text or "")
+    out = _stdout()
+    out.write(format_dump(dump).encode("utf-8"))
+    out.flush()
+    return 0
+
+
+def _storage_inventory(session: Any) -> DumpInventory:
+    """What a storage that is not a JSONL file can tell about its namespaces and lists."""
+    inventory = getattr(getattr(session, "storage", None), "dump_inventory", None)
+    if callable(inventory):
+        return inventory()  # type: ignore[no-any-return]
+    return DumpInventory()
+
+
+register_command(
+    Command(
+        name="dump",
+        help="print the canonical JSON dump of a session (what the pi oracle's dump prints)",
+        configure=_configure_dump,
+        run=_run_dump,
+    )
+)
+
+
+# --- commit -------------------------------------------------------------------------------------------
+
+
+def _configure_commit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="PATH_OR_URL", help="a session file, or a repository URL with --session")
+    parser.add_argument("--session", metavar="ID", help="the session id inside a repository URL (created if absent)")
+    parser.add_argument("--cwd", metavar="CWD", help="the working directory of a session created by this command")
+
+
+def _run_commit(args: argparse.Namespace) -> int:
+    out = _stdout()
+    with _open_target(args.target, args.session, cwd=args.cwd, create=True) as target:
+        session = target.session
+        for number, raw in enumerate(sys.stdin.buffer, start=1):
+            text = raw.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            try:
+                writes = _parse_writes(text)
+                result = session.mutate(lambda mutation, w=writes: mutation.commit(w))
+            except (CommandError, SessionTreeError, ValueError) as error:
+                raise CommandError(f"stdin line {number}: {_describe(error)}") from None
+            out.write(jsjson.dumpb(commit_result_to_wire(result)) + b"\n")
+            out.flush()
+    return 0
+
+
+def _parse_writes(text: str) -> list[Any]:
+    try:
+        value = jsjson.loads(text)
+    except jsjson.JSONDecodeError as error:
+        raise CommandError(f"not valid JSON ({error})") from None
+    if not isinstance(value, list):
+        raise CommandError("expected a JSON array of writes")
+    return [input_write_from_wire(item) for item in value]
+
+
+register_command(
+    Command(
+        name="commit",
+        help="commit one transaction per stdin line (a JSON array of pi-shaped writes); print each result",
+        configure=_configure_commit,
+        run=_run_commit,
+    )
+)
