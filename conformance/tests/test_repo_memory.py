@@ -1,4 +1,4 @@
-"""The repository suites (pi's 32 cases and the extras) against the memory backend."""
+"""The repository extras against the memory backend (pi's 32 cases run in plugins/memory/tests)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,11 @@ import pytest
 
 from sessiontree.contracts import Backend
 from sessiontree_conformance import ConformanceFixtures
-from sessiontree_conformance.repo import RepoExtraSuite, RepoStreamingForkSuite, SessionRepoSuite
+from sessiontree_conformance.repo import RepoExtraSuite
 from sessiontree_memory import MemoryBackend
 
 
-class MemoryFixtures(ConformanceFixtures):
+class TestMemoryRepoExtras(ConformanceFixtures, RepoExtraSuite):
     @pytest.fixture
     def backend(self) -> Backend:
         return MemoryBackend()
-
-
-class TestMemorySessionRepo(MemoryFixtures, SessionRepoSuite):
-    pass
-
-
-class TestMemoryStreamingFork(MemoryFixtures, RepoStreamingForkSuite):
-    pass
-
-
-class TestMemoryRepoExtras(MemoryFixtures, RepoExtraSuite):
-    pass
