@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-
 from sessiontree.context import (
     build_context_entries,
     build_session_context,
@@ -21,6 +22,7 @@ from sessiontree.model import (
     MessageEntry,
     UnknownEntry,
 )
+from sessiontree.wire import entry_from_wire
 
 _seq = itertools.count(1)
 
@@ -47,13 +49,19 @@ def message_entry(message: JsonValue, **fields: Any) -> MessageEntry:
 
 def compaction(summary: str, retained_tail: list[JsonValue], tokens_before: float = 42) -> CompactionEntry:
     result: CompactionEntry = committed(
-        CompactionEntry, summary=summary, retained_tail=retained_tail, tokens_before=tokens_before, from_hook=False
+        CompactionEntry,
+        summary=summary,
+        retained_tail=retained_tail,
+        tokens_before=tokens_before,
+        from_hook=False,
     )
     return result
 
 
 def branch_summary(summary: str, from_id: str | None = "x") -> BranchSummaryEntry:
-    result: BranchSummaryEntry = committed(BranchSummaryEntry, summary=summary, from_id=from_id, from_hook=False)
+    result: BranchSummaryEntry = committed(
+        BranchSummaryEntry, summary=summary, from_id=from_id, from_hook=False
+    )
     return result
 
 
@@ -117,7 +125,9 @@ def test_non_assistant_messages_are_always_kept(message: dict[str, JsonValue]) -
 def test_terminate_flag_does_not_reach_the_message() -> None:
     message = {"role": "toolResult", "toolCallId": "t", "content": []}
     entry = message_entry(message, terminate=True)
-    assert session_entry_to_context_messages(entry) == [{"role": "toolResult", "toolCallId": "t", "content": []}]
+    assert session_entry_to_context_messages(entry) == [
+        {"role": "toolResult", "toolCallId": "t", "content": []}
+    ]
 
 
 def test_compaction_yields_summary_with_entry_timestamp_then_filtered_tail() -> None:
@@ -155,13 +165,17 @@ def test_compaction_without_retained_tail_is_a_type_error() -> None:
 
 def test_absent_summary_fields_are_omitted_like_undefined_in_json() -> None:
     entry = committed(CompactionEntry, retained_tail=[], from_hook=False)
-    assert session_entry_to_context_messages(entry) == [{"role": "compactionSummary", "timestamp": entry.timestamp}]
+    assert session_entry_to_context_messages(entry) == [
+        {"role": "compactionSummary", "timestamp": entry.timestamp}
+    ]
 
 
 def test_branch_summary_message_shape() -> None:
     entry = branch_summary("BS", from_id="origin")
     messages = session_entry_to_context_messages(entry)
-    assert messages == [{"role": "branchSummary", "summary": "BS", "fromId": "origin", "timestamp": entry.timestamp}]
+    assert messages == [
+        {"role": "branchSummary", "summary": "BS", "fromId": "origin", "timestamp": entry.timestamp}
+    ]
     assert list(messages[0]) == ["role", "summary", "fromId", "timestamp"]
 
 
@@ -172,7 +186,9 @@ def test_branch_summary_from_root_keeps_null_from_id() -> None:
 
 def test_empty_branch_summary_yields_nothing() -> None:
     assert session_entry_to_context_messages(branch_summary("")) == []
-    assert session_entry_to_context_messages(committed(BranchSummaryEntry, from_id=None, from_hook=False)) == []
+    assert (
+        session_entry_to_context_messages(committed(BranchSummaryEntry, from_id=None, from_hook=False)) == []
+    )
 
 
 def test_custom_entries_never_project_themselves() -> None:
@@ -218,7 +234,12 @@ def test_pi_verified_example_from_the_spec() -> None:
     bs = path[4]
     context = build_session_context(path, entry_projectors={"proj": lambda entry: [projected_message]})
     assert context == [
-        {"role": "compactionSummary", "summary": "S1", "tokensBefore": 42, "timestamp": first_compaction.timestamp},
+        {
+            "role": "compactionSummary",
+            "summary": "S1",
+            "tokensBefore": 42,
+            "timestamp": first_compaction.timestamp,
+        },
         kept,
         projected_message,
         {"role": "branchSummary", "summary": "BS", "fromId": "x", "timestamp": bs.timestamp},
@@ -234,7 +255,10 @@ def test_projector_receives_the_entry_and_may_return_several_messages() -> None:
         seen.append(candidate)
         return [user(candidate.data["text"]), user("second")]
 
-    assert build_session_context([entry], entry_projectors={"app.note": project}) == [user("hello"), user("second")]
+    assert build_session_context([entry], entry_projectors={"app.note": project}) == [
+        user("hello"),
+        user("second"),
+    ]
     assert seen == [entry]
 
 
@@ -246,7 +270,9 @@ def test_projector_returning_none_contributes_nothing() -> None:
 def test_custom_entries_without_projector_are_dropped() -> None:
     path: list[Entry] = [custom("a"), message_entry(user("x")), custom("b")]
     assert build_session_context(path) == [user("x")]
-    assert build_session_context(path, entry_projectors={"other": lambda entry: [user("never")]}) == [user("x")]
+    assert build_session_context(path, entry_projectors={"other": lambda entry: [user("never")]}) == [
+        user("x")
+    ]
 
 
 def test_projector_errors_propagate() -> None:
@@ -268,3 +294,46 @@ def test_projectors_do_not_see_custom_entries_before_the_last_compaction() -> No
     after = custom("app")
     build_session_context([before, compaction("S", []), after], entry_projectors={"app": project})
     assert calls == [after.id]
+
+
+# --- golden: the context pi built for every branch of every fixture dump --------------------------
+
+FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+
+
+def _dumps_with_contexts() -> list[Path]:
+    if not FIXTURES.is_dir():
+        return []
+    return sorted(
+        path
+        for path in FIXTURES.rglob("*.dump.json")
+        if any(
+            "context" in branch for branch in json.loads(path.read_text("utf-8")).get("branches", {}).values()
+        )
+    )
+
+
+def test_fixture_dumps_are_found() -> None:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"golden fixtures not available at {FIXTURES}")
+    dumps = {path.relative_to(FIXTURES).as_posix() for path in _dumps_with_contexts()}
+    expected = {"v4/context-roles.dump.json", "v4/compaction.dump.json", "v4/branch-summary.dump.json"}
+    assert expected <= dumps
+    assert "accepted/v4-unknown-entry-type.dump.json" in dumps  # the error case is covered too
+
+
+@pytest.mark.parametrize(
+    "dump_path", _dumps_with_contexts(), ids=lambda path: path.relative_to(FIXTURES).as_posix()
+)
+def test_context_matches_pi_for_every_fixture_branch(dump_path: Path) -> None:
+    dump = json.loads(dump_path.read_text("utf-8"))
+    entries = {entry.id: entry for entry in (entry_from_wire(obj) for obj in dump["entries"])}
+    for name, branch in dump["branches"].items():
+        # pi's dump builds the context over the whole root-to-tip path (oldest first), no projectors.
+        path = [entries[entry_id] for entry_id in branch["path"]]
+        expected = branch["context"]
+        if isinstance(expected, dict) and "error" in expected:
+            with pytest.raises(TypeError):
+                build_session_context(path)
+        else:
+            assert build_session_context(path) == expected, f"branch {name!r} of {dump_path.name}"

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-
 from sessiontree.ids import MAX_UUIDV7_TIMESTAMP, UuidV7Generator, UuidV7Minter, uuidv7
 
 UUID_TEXT = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

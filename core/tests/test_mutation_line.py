@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-
 from sessiontree.errors import SessionClosedError, SessionMutationError
 from sessiontree.mutation_line import MutationLine, TicketState
 
@@ -198,14 +197,14 @@ def test_each_raise_of_the_seal_error_gets_its_own_traceback() -> None:
 
 
 def test_seal_error_that_cannot_be_copied_is_raised_as_is() -> None:
-    class Odd(Exception):
+    class OddError(Exception):
         def __init__(self, a: int, b: int) -> None:
             super().__init__(f"{a}/{b}")
 
-    error = Odd(1, 2)
+    error = OddError(1, 2)
     line = MutationLine()
     line.seal(error)
-    with pytest.raises(Odd) as info:
+    with pytest.raises(OddError) as info:
         line.enqueue()
     assert info.value is error
 

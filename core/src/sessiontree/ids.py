@@ -108,7 +108,7 @@ def uuidv7(timestamp_ms: int | None = None) -> str:
 
 
 class UuidV7Generator:
-    """The default :class:`~sessiontree.contracts.IdGenerator`: :func:`uuidv7` from the process-global state."""
+    """The default :class:`~sessiontree.contracts.IdGenerator`: :func:`uuidv7` (process-global state)."""
 
     def next(self, timestamp_ms: int | None = None) -> str:
         """A fresh id; ``timestamp_ms`` makes a follower id with that time prefix."""

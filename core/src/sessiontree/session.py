@@ -1,0 +1,732 @@
+"""The Session layer over any Storage: pi's ``StorageBackedSession`` (pi-core.md §4), synchronous and
+thread-safe.
+
+Writes go through the session's :class:`~sessiontree.mutation_line.MutationLine`: each direct write is one
+mutation with exactly one commit, and :meth:`StorageBackedSession.begin_mutation` hands out the exclusive
+capability for a read-modify-write job. Reads bypass the line and see the latest applied commit.
+
+Beyond pi (pi-core.md §12.13): a thread that holds a mutation of a line and asks the same line for
+another one (a public writer called inside ``mutate``, or ``close``) would wait for itself forever; that
+raises :class:`~sessiontree.errors.SessionMutationError` instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from . import values
+from .admission import notify_admitted
+from .contracts import IdGenerator, Storage
+from .errors import (
+    SessionBranchExistsError,
+    SessionClosedError,
+    SessionInvalidBranchError,
+    SessionInvariantError,
+    SessionMutationError,
+    SessionPendingAssistantMessageError,
+    SessionUnknownTargetError,
+)
+from .ids import UuidV7Generator
+from .model import (
+    ABSENT,
+    Absent,
+    Address,
+    CommitResult,
+    CustomEntry,
+    Entry,
+    JsonValue,
+    ListElement,
+    MessageEntry,
+    SessionMetadata,
+    SessionStats,
+    StoredValue,
+)
+from .mutation_line import MutationLine, MutationTicket
+from .queries import LIST_READ_DEFAULT_LIMIT, BranchOrder, BranchScan, EntryScan, ListReadOptions, SeqOrder
+from .writes import EntryWrite, Write, append_list, delete_list, delete_value, insert_entry, set_value
+
+__all__ = [
+    "AdmittedMutation",
+    "BranchAppend",
+    "CustomEntryAppend",
+    "MessageAppend",
+    "StorageBackedBranch",
+    "StorageBackedSession",
+    "StorageBackedSessionMutation",
+    "is_pending_assistant_message",
+]
+
+T = TypeVar("T")
+
+_MAX_SAFE_INTEGER = 2**53 - 1
+_INACTIVE_MESSAGE = "SessionMutator cannot be used outside its mutation callback"
+_COMMIT_ATTEMPTED_MESSAGE = "SessionMutator commit already attempted"
+
+
+def is_pending_assistant_message(message: object) -> bool:
+    """True for an assistant message whose ``stopReason`` is ``"pending"`` (never persisted, §4.10)."""
+    return (
+        isinstance(message, Mapping)
+        and message.get("role") == "assistant"
+        and message.get("stopReason") == "pending"
+    )
+
+
+def _assert_valid_branch_name(name: str) -> None:
+    if name == "":
+        raise SessionInvalidBranchError(name, "branch name must not be empty")
+    if "\x00" in name:
+        raise SessionInvalidBranchError(name, "branch name must not contain \\u0000")
+
+
+def _first_or_none(entries: Sequence[Entry]) -> Entry | None:
+    return entries[0] if entries else None
+
+
+def _single_limit(limit: int | float | None) -> int | float:
+    """``find_entry``'s limit: 1 by default, never more than 1 (a limit <= 0 finds nothing)."""
+    return 1 if limit is None else min(limit, 1)
+
+
+# --- re-entrancy detection ------------------------------------------------------------------------
+# Every mutation granted through the blocking API is remembered by the thread that received it. Ended
+# mutations are inactive and ignored, so a mutation ended from another thread leaves no stale marker.
+
+_thread_holdings = threading.local()
+
+
+def _remember_held(mutation: StorageBackedSessionMutation) -> None:
+    held: list[StorageBackedSessionMutation] = getattr(_thread_holdings, "mutations", [])
+    _thread_holdings.mutations = [m for m in held if m.active] + [mutation]
+
+
+def _holds_line_on_this_thread(line: MutationLine) -> bool:
+    held: list[StorageBackedSessionMutation] = getattr(_thread_holdings, "mutations", [])
+    return any(m.active and m.line is line for m in held)
+
+
+# --- the mutation capability ----------------------------------------------------------------------
+
+
+class StorageBackedSessionMutation:
+    """The exclusive write capability granted by :meth:`StorageBackedSession.begin_mutation`.
+
+    Reads forward straight to storage (they keep working while the session is closing). At most one
+    :meth:`commit` may be attempted. After :meth:`end` every member except ``end`` raises
+    ``SessionMutationError("SessionMutator cannot be used outside its mutation callback")``. As a context
+    manager it calls :meth:`end` on exit.
+    """
+
+    def __init__(self, storage: Storage, ticket: MutationTicket) -> None:
+        self._storage = storage
+        self._ticket = ticket
+        # Held while a commit runs, so that end() waits for the attempted commit to settle.
+        self._lock = threading.Lock()
+        self._active = True
+        self._commit_attempted = False
+
+    @property
+    def active(self) -> bool:
+        """True until :meth:`end` is called."""
+        return self._active
+
+    @property
+    def line(self) -> MutationLine:
+        """The mutation line this capability holds."""
+        return self._ticket.line
+
+    def _assert_active(self) -> None:
+        if not self._active:
+            raise SessionMutationError(_INACTIVE_MESSAGE)
+
+    def commit(self, writes: Sequence[Write]) -> CommitResult:
+        """Commit ``writes`` atomically. Only one attempt is allowed, whatever its outcome.
+
+        An entry write carrying a pending assistant message counts as the attempt and raises
+        :class:`~sessiontree.errors.SessionPendingAssistantMessageError` before storage sees it.
+        """
+        self._assert_active()
+        with self._lock:
+            self._assert_active()
+            if self._commit_attempted:
+                raise SessionMutationError(_COMMIT_ATTEMPTED_MESSAGE)
+            self._commit_attempted = True
+            writes = list(writes)
+            for write in writes:
+                if (
+                    isinstance(write, EntryWrite)
+                    and write.entry.type == "message"
+                    and is_pending_assistant_message(getattr(write.entry, "message", ABSENT))
+                ):
+                    raise SessionPendingAssistantMessageError()
+            return self._storage.commit(writes)
+
+    def end(self) -> None:
+        """Give the line back (after an attempted commit has settled). Idempotent."""
+        with self._lock:
+            self._active = False
+            self._ticket.release()
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        """Storage's ``get_entries``."""
+        self._assert_active()
+        return self._storage.get_entries(ids)
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        """Storage's ``get_value``."""
+        self._assert_active()
+        return self._storage.get_value(address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        """Storage's ``scan_values``."""
+        self._assert_active()
+        return self._storage.scan_values(prefix)
+
+    def read_list(
+        self,
+        address: Address,
+        *,
+        cursor: int | None = None,
+        order: SeqOrder = "asc",
+        limit: int | float | None = None,
+    ) -> list[ListElement]:
+        """Storage's ``read_list`` with the options as keywords."""
+        self._assert_active()
+        return self._storage.read_list(address, _list_options(cursor, order, limit))
+
+    def scan_branch(
+        self,
+        start: str,
+        *,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: BranchOrder = "newest_first",
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """Storage's ``scan_branch`` with the query as keywords."""
+        self._assert_active()
+        query = BranchScan(
+            start=start,
+            stop_at_type=stop_at_type,
+            stop_at_id=stop_at_id,
+            type=type,
+            custom_type=custom_type,
+            order=order,
+            limit=limit,
+            cursor=cursor,
+        )
+        return self._storage.scan_branch(query)
+
+    def get_stats(self) -> SessionStats:
+        """Storage's ``get_stats``."""
+        self._assert_active()
+        return self._storage.get_stats()
+
+    def __enter__(self) -> StorageBackedSessionMutation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+    def __repr__(self) -> str:
+        return f"<StorageBackedSessionMutation {'active' if self._active else 'ended'}>"
+
+
+def _list_options(cursor: int | None, order: SeqOrder, limit: int | float | None) -> ListReadOptions:
+    return ListReadOptions(
+        cursor=cursor, order=order, limit=LIST_READ_DEFAULT_LIMIT if limit is None else limit
+    )
+
+
+class AdmittedMutation:
+    """A mutation admitted to the line but not granted yet (:meth:`StorageBackedSession.admit_mutation`).
+
+    Admission is non-blocking and fixes the FIFO position; :meth:`wait` blocks until the grant. This split
+    lets an asyncio facade admit on the event-loop thread, wait elsewhere, and :meth:`cancel` when the
+    waiting task is cancelled.
+    """
+
+    def __init__(self, storage: Storage, ticket: MutationTicket) -> None:
+        self._storage = storage
+        self._ticket = ticket
+        self._lock = threading.Lock()
+        self._mutation: StorageBackedSessionMutation | None = None
+        self._cancelled = False
+
+    def wait(self, timeout: float | None = None) -> StorageBackedSessionMutation:
+        """Block until granted and return the capability (the same object on every call).
+
+        Raises :class:`~sessiontree.errors.SessionClosedError` when the session closed first,
+        :class:`TimeoutError` when ``timeout`` seconds pass first (the admission stays queued), and
+        :class:`~sessiontree.errors.SessionMutationError` after :meth:`cancel`.
+        """
+        self._ticket.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                raise SessionMutationError("The admitted mutation was cancelled")
+            if self._mutation is None:
+                self._mutation = StorageBackedSessionMutation(self._storage, self._ticket)
+            return self._mutation
+
+    def cancel(self) -> None:
+        """Give up: leave the queue before the grant, or end the capability after it. Idempotent."""
+        with self._lock:
+            self._cancelled = True
+            mutation = self._mutation
+        if mutation is not None:
+            mutation.end()
+        else:
+            self._ticket.release()
+
+
+# --- branches -------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class MessageAppend:
+    """What :meth:`StorageBackedSession.append_to_branch` appends: a message entry."""
+
+    message: JsonValue
+
+
+@attrs.frozen
+class CustomEntryAppend:
+    """What :meth:`StorageBackedSession.append_to_branch` appends: a custom entry (``data`` optional)."""
+
+    custom_type: str
+    data: JsonValue | Absent = ABSENT
+
+
+BranchAppend = MessageAppend | CustomEntryAppend
+
+
+class StorageBackedBranch:
+    """A named tip of a :class:`StorageBackedSession`; every call goes through the session."""
+
+    def __init__(self, name: str, session: StorageBackedSession) -> None:
+        self.name = name
+        self._session = session
+
+    def get_tip_id(self) -> str | None:
+        """The tip entry id (``None`` for an empty branch); ``SessionInvariantError`` if the tip is gone."""
+        return self._session.get_branch_tip(self.name)
+
+    def find_entries(
+        self,
+        *,
+        start: str | None = None,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: BranchOrder | None = None,
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """Entries on the path from ``start`` (default: the tip) to the root, newest first by default.
+
+        An explicit ``start`` may be any entry and skips the tip lookup; an empty branch gives ``[]``.
+        """
+        if start is None:
+            start = self.get_tip_id()
+            if start is None:
+                return []
+        return self._session.scan_branch(
+            start,
+            stop_at_type=stop_at_type,
+            stop_at_id=stop_at_id,
+            type=type,
+            custom_type=custom_type,
+            order="newest_first" if order is None else order,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None:
+        """The first entry :meth:`find_entries` would return, or ``None``."""
+        return _first_or_none(self.find_entries(limit=_single_limit(limit), **query))
+
+    def append_message(self, message: JsonValue) -> str:
+        """Append a message entry at the tip and move the tip to it; returns the new id."""
+        return self._session.append_to_branch(self.name, MessageAppend(message))
+
+    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str:
+        """Append a custom entry (without ``data`` when omitted) and move the tip; returns the new id."""
+        return self._session.append_to_branch(self.name, CustomEntryAppend(custom_type, data))
+
+    def __repr__(self) -> str:
+        return f"<StorageBackedBranch {self.name!r}>"
+
+
+# --- the session ------------------------------------------------------------------------------------
+
+_SessionState = Literal["open", "closing", "closed"]
+
+
+class StorageBackedSession:
+    """The :class:`~sessiontree.contracts.Session` every repository hands out, over one Storage.
+
+    :param metadata: exposed as given.
+    :param storage: the session's storage; closed by :meth:`close`.
+    :param mutation_line: the line that serializes this session's mutations (a fresh one by default; a
+        shared line serializes several sessions together).
+    :param id_generator: mints entry ids (:class:`~sessiontree.ids.UuidV7Generator` by default).
+    :param on_close: called once when :meth:`close` finishes, even when closing the storage failed.
+    """
+
+    def __init__(
+        self,
+        metadata: SessionMetadata,
+        storage: Storage,
+        *,
+        mutation_line: MutationLine | None = None,
+        id_generator: IdGenerator | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.metadata = metadata
+        self.id_generator: IdGenerator = UuidV7Generator() if id_generator is None else id_generator
+        self._storage = storage
+        self._line = MutationLine() if mutation_line is None else mutation_line
+        self._on_close = on_close
+        self._branches: dict[str, StorageBackedBranch] = {}
+        self._branches_lock = threading.Lock()
+        self._state: _SessionState = "open"
+        self._close_lock = threading.Lock()
+        self._close_done: threading.Event | None = None
+        self._close_error: BaseException | None = None
+
+    @property
+    def storage(self) -> Storage:
+        """The storage this session writes to."""
+        return self._storage
+
+    @property
+    def mutation_line(self) -> MutationLine:
+        """The line that serializes this session's mutations."""
+        return self._line
+
+    @property
+    def state(self) -> _SessionState:
+        """``"open"``, then ``"closing"`` once :meth:`close` starts, then ``"closed"``."""
+        return self._state
+
+    def _assert_open(self) -> None:
+        if self._state != "open":
+            raise SessionClosedError()
+
+    # --- mutations ---------------------------------------------------------------------------------
+
+    def admit_mutation(self) -> AdmittedMutation:
+        """Take a place in the mutation line without blocking; :meth:`AdmittedMutation.wait` gets the grant.
+
+        Raises :class:`~sessiontree.errors.SessionClosedError` unless the session is open. Mutations
+        granted this way are not tracked for re-entrancy detection.
+        """
+        self._assert_open()
+        admitted = AdmittedMutation(self._storage, self._line.enqueue())
+        notify_admitted()
+        return admitted
+
+    def begin_mutation(self) -> StorageBackedSessionMutation:
+        """Block until this session's write line is granted and return the exclusive capability.
+
+        The line stays held until the capability's ``end()``; use it as a context manager. Raises
+        :class:`~sessiontree.errors.SessionClosedError` when the session is (or gets) closed before the
+        grant, and :class:`~sessiontree.errors.SessionMutationError` when this thread already holds the
+        line (that would wait for itself forever).
+        """
+        self._assert_open()
+        self._refuse_reentry("begin a mutation")
+        mutation = self.admit_mutation().wait()
+        _remember_held(mutation)
+        return mutation
+
+    def _refuse_reentry(self, action: str) -> None:
+        if _holds_line_on_this_thread(self._line):
+            raise SessionMutationError(
+                f"Cannot {action} of session {self.metadata.id} while this thread holds one of its "
+                "mutations: it would wait for itself forever. Use the mutation object you hold "
+                "(or end it first)."
+            )
+
+    def mutate(self, callback: Callable[[StorageBackedSessionMutation], T]) -> T:
+        """Run ``callback`` with the exclusive capability; ``end()`` always follows. Returns its result."""
+        mutation = self.begin_mutation()
+        try:
+            return callback(mutation)
+        finally:
+            mutation.end()
+
+    # --- reads -------------------------------------------------------------------------------------
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        """Entries found among ``ids``, in first-occurrence order."""
+        self._assert_open()
+        return self._storage.get_entries(ids)
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        """One entry, or ``None``."""
+        return self.get_entries([entry_id]).get(entry_id)
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        """The stored value at ``address``, or ``None``."""
+        self._assert_open()
+        return self._storage.get_value(address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        """Values of ``prefix.namespace`` whose key starts with ``prefix.key``, in key order."""
+        self._assert_open()
+        return self._storage.scan_values(prefix)
+
+    def read_list(
+        self,
+        address: Address,
+        *,
+        cursor: int | None = None,
+        order: SeqOrder = "asc",
+        limit: int | float | None = None,
+    ) -> list[ListElement]:
+        """One page of the list at ``address`` (exclusive seq ``cursor``; ``limit`` default 1000)."""
+        self._assert_open()
+        return self._storage.read_list(address, _list_options(cursor, order, limit))
+
+    def scan_branch(
+        self,
+        start: str,
+        *,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: BranchOrder = "newest_first",
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
+        self._assert_open()
+        query = BranchScan(
+            start=start,
+            stop_at_type=stop_at_type,
+            stop_at_id=stop_at_id,
+            type=type,
+            custom_type=custom_type,
+            order=order,
+            limit=limit,
+            cursor=cursor,
+        )
+        return self._storage.scan_branch(query)
+
+    def get_stats(self) -> SessionStats:
+        """Message count and usage totals."""
+        self._assert_open()
+        return self._storage.get_stats()
+
+    def get_name(self) -> str | None:
+        """The session name, or ``None``."""
+        stored = self.get_value(values.session_name)
+        return None if stored is None or stored.value is ABSENT else stored.value
+
+    def get_label(self, target_id: str) -> str | None:
+        """The label of ``target_id``, or ``None``."""
+        stored = self.get_value(values.entry_label(target_id))
+        return None if stored is None or stored.value is ABSENT else stored.value
+
+    def find_entries(
+        self,
+        *,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: SeqOrder | None = None,
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """Every entry of the session (reachable or not), newest first by default.
+
+        ``cursor`` is an exclusive seq; filters apply first, then the cursor, then ``limit``.
+        """
+        self._assert_open()
+        resolved: SeqOrder = "desc" if order is None else order
+        if cursor is not None:
+            # pi's early exits (they keep its bounds inside the safe-integer range).
+            if resolved == "asc" and cursor == _MAX_SAFE_INTEGER:
+                return []
+            if resolved == "desc" and cursor <= 1:
+                return []
+        from_seq = cursor + 1 if cursor is not None and resolved == "asc" else None
+        to_seq = cursor - 1 if cursor is not None and resolved != "asc" else None
+        query = EntryScan(
+            type=type, custom_type=custom_type, order=resolved, limit=limit, from_seq=from_seq, to_seq=to_seq
+        )
+        return self._storage.scan_entries(query)
+
+    def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None:
+        """The first entry :meth:`find_entries` would return, or ``None``."""
+        return _first_or_none(self.find_entries(limit=_single_limit(limit), **query))
+
+    # --- direct writes (each its own mutation with one commit) --------------------------------------
+
+    def _commit_alone(self, write: Write) -> None:
+        self.mutate(lambda mutation: mutation.commit([write]))
+
+    def set_value(self, address: Address, value: JsonValue) -> None:
+        """Set the value at ``address``."""
+        self._commit_alone(set_value(address, value))
+
+    def delete_value(self, address: Address) -> None:
+        """Delete the value at ``address`` (a no-op when absent; it still uses a seq)."""
+        self._commit_alone(delete_value(address))
+
+    def append_list(self, address: Address, element: JsonValue) -> None:
+        """Append one element to the list at ``address``."""
+        self._commit_alone(append_list(address, element))
+
+    def delete_list(self, address: Address) -> None:
+        """Delete the whole list at ``address``."""
+        self._commit_alone(delete_list(address))
+
+    def set_name(self, name: str | None) -> None:
+        """Set the session name; ``None`` deletes it."""
+        if name is None:
+            self.delete_value(values.session_name)
+        else:
+            self.set_value(values.session_name, name)
+
+    def set_label(self, target_id: str, label: str | None) -> None:
+        """Label an entry id (not validated); ``None`` deletes the label."""
+        address = values.entry_label(target_id)
+        if label is None:
+            self.delete_value(address)
+        else:
+            self.set_value(address, label)
+
+    # --- branches ----------------------------------------------------------------------------------
+
+    def _branch_object(self, name: str) -> StorageBackedBranch:
+        with self._branches_lock:
+            branch = self._branches.get(name)
+            if branch is None:
+                branch = self._branches[name] = StorageBackedBranch(name, self)
+            return branch
+
+    def branch(self, name: str) -> StorageBackedBranch | None:
+        """The branch ``name`` (the same object every time), or ``None`` when its tip does not exist.
+
+        The name is validated first: :class:`~sessiontree.errors.SessionInvalidBranchError`.
+        """
+        _assert_valid_branch_name(name)
+        if self.get_value(values.branch_tip(name)) is None:
+            return None
+        return self._branch_object(name)
+
+    def create_branch(self, name: str, at: str | None) -> StorageBackedBranch:
+        """Create the data-only branch ``name`` with its tip at entry ``at`` (``None``: empty branch).
+
+        Raises :class:`~sessiontree.errors.SessionBranchExistsError` when the tip exists and
+        :class:`~sessiontree.errors.SessionUnknownTargetError` when ``at`` is not an entry.
+        """
+        self._assert_open()
+        _assert_valid_branch_name(name)
+        tip = values.branch_tip(name)
+
+        def create(mutation: StorageBackedSessionMutation) -> None:
+            if mutation.get_value(tip) is not None:
+                raise SessionBranchExistsError(name)
+            if at is not None and at not in mutation.get_entries([at]):
+                raise SessionUnknownTargetError(at)
+            mutation.commit([set_value(tip, at)])
+
+        self.mutate(create)
+        return self._branch_object(name)
+
+    def get_branch_tip(self, name: str) -> str | None:
+        """The tip of branch ``name``; ``SessionInvariantError("Unknown branch: <name>")`` when absent."""
+        stored = self.get_value(values.branch_tip(name))
+        if stored is None:
+            raise SessionInvariantError(f"Unknown branch: {name}")
+        tip: str | None = stored.value
+        return tip
+
+    def append_to_branch(self, name: str, entry: BranchAppend) -> str:
+        """Append ``entry`` as the child of branch ``name``'s tip and move the tip to it; returns its id.
+
+        Uses two seqs (the entry, then the tip). A pending assistant message is refused before an id is
+        minted; a missing tip raises ``SessionInvariantError("Unknown branch: <name>")``.
+        """
+        self._assert_open()
+        if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
+            raise SessionPendingAssistantMessageError()
+        entry_id = self.id_generator.next()
+        tip_address = values.branch_tip(name)
+
+        def append(mutation: StorageBackedSessionMutation) -> None:
+            tip = mutation.get_value(tip_address)
+            if tip is None:
+                raise SessionInvariantError(f"Unknown branch: {name}")
+            new_entry: Entry
+            if isinstance(entry, MessageAppend):
+                new_entry = MessageEntry(id=entry_id, parent_id=tip.value, message=entry.message)
+            else:
+                new_entry = CustomEntry(
+                    id=entry_id, parent_id=tip.value, custom_type=entry.custom_type, data=entry.data
+                )
+            mutation.commit([insert_entry(new_entry), set_value(tip_address, entry_id)])
+
+        self.mutate(append)
+        return entry_id
+
+    # --- close -------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close: refuse new work, reject queued mutations, wait for the granted one, close the storage.
+
+        Idempotent; concurrent calls all wait for the same completion and raise the same storage error.
+        ``on_close`` runs at the end even when closing the storage failed. Waits forever for a granted
+        mutation that is never ended; raises :class:`~sessiontree.errors.SessionMutationError` when
+        called by the thread holding that mutation.
+        """
+        with self._close_lock:
+            done = self._close_done
+            if done is None or not done.is_set():
+                self._refuse_reentry("close")
+            first = done is None
+            if done is None:
+                done = self._close_done = threading.Event()
+                self._state = "closing"
+        if first:
+            self._close_first(done)
+        else:
+            done.wait()
+        if self._close_error is not None:
+            raise self._close_error
+
+    def _close_first(self, done: threading.Event) -> None:
+        try:
+            self._line.seal(SessionClosedError()).wait()
+            self._storage.close()
+        except BaseException as error:
+            self._close_error = error
+        finally:
+            try:
+                self._state = "closed"
+                if self._on_close is not None:
+                    self._on_close()
+            except BaseException as error:
+                self._close_error = error
+            finally:
+                done.set()
+
+    def __enter__(self) -> StorageBackedSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<StorageBackedSession {self.metadata.id!r} {self._state}>"
