@@ -563,6 +563,9 @@ def test_stats_stored_value_list_element_commit_result_shapes() -> None:
     assert jsjson.dumps(wire.stored_value_to_wire(stored)) == (
         '{"address":{"namespace":"pi.branch.tip","key":"main","kind":"value"},"value":null,"seq":7}'
     )
+    assert jsjson.dumps(wire.stored_value_to_wire(stored, seq_first=True)) == (
+        '{"address":{"namespace":"pi.branch.tip","key":"main","kind":"value"},"seq":7,"value":null}'
+    )
     undefined = StoredValue(address=Address("app", "k", "value"), value=ABSENT, seq=1)
     assert jsjson.dumps(wire.stored_value_to_wire(undefined)) == (
         '{"address":{"namespace":"app","key":"k","kind":"value"},"seq":1}'

@@ -753,12 +753,18 @@ def address_from_wire(obj: object) -> Address:
     return Address(o["namespace"], o.get("key", ""), kind)
 
 
-def stored_value_to_wire(stored: StoredValue) -> WireObject:
-    """``{address: {namespace, key, kind}, value, seq}`` (``value`` omitted when ABSENT)."""
+def stored_value_to_wire(stored: StoredValue, *, seq_first: bool = False) -> WireObject:
+    """``{address: {namespace, key, kind}, value, seq}`` (``value`` omitted when ABSENT).
+
+    ``seq_first=True`` gives ``{address, seq, value}``, the order pi's SQLite backend returns.
+    """
     out: WireObject = {"address": address_to_wire(stored.address)}
+    if seq_first:
+        out["seq"] = stored.seq
     if stored.value is not ABSENT:
         out["value"] = stored.value
-    out["seq"] = stored.seq
+    if not seq_first:
+        out["seq"] = stored.seq
     return out
 
 
