@@ -171,10 +171,24 @@ floats = st.one_of(
 ints = st.one_of(
     st.integers(-(2**53) - 4, 2**53 + 4), st.integers(), st.sampled_from([2**64, -(2**63), 10**400])
 )
-index_like_keys = st.sampled_from(
-    ["0", "1", "2", "10", "4294967294", "4294967295", "01", "-1", "1.5", "00", "١"]
+tricky_keys = st.sampled_from(
+    [
+        "0",
+        "1",
+        "2",
+        "10",
+        "4294967294",
+        "4294967295",
+        "01",
+        "-1",
+        "1.5",
+        "00",
+        "١",
+        "__proto__",
+        "constructor",
+    ]
 )
-keys = st.one_of(texts, index_like_keys, st.integers(0, 2**33).map(str), st.just("ABSENT"))
+keys = st.one_of(texts, tricky_keys, st.integers(0, 2**33).map(str), st.just("ABSENT"))
 scalars = st.one_of(st.none(), st.booleans(), ints, floats, texts, st.just("ABSENT"))
 json_values = st.recursive(
     scalars,
@@ -498,7 +512,15 @@ function build(t) {
     case 'f': return Buffer.from(t[1], 'hex').readDoubleBE(0);
     case 's': { let s = ''; for (const u of t[1]) s += String.fromCharCode(u); return s; }
     case 'a': return t[1].map(build);
-    case 'o': { const o = {}; for (const [k, v] of t[1]) o[build(['s', k])] = build(v); return o; }
+    case 'o': {
+      // CreateDataProperty, as JSON.parse does: "__proto__" is an own key, not the prototype
+      const o = {};
+      for (const [k, v] of t[1]) {
+        const property = { value: build(v), enumerable: true, writable: true, configurable: true };
+        Object.defineProperty(o, build(['s', k]), property);
+      }
+      return o;
+    }
   }
   throw new Error('bad tag ' + t[0]);
 }
