@@ -15,6 +15,7 @@ __all__ = [
     "CommitDiscarded",
     "InvalidAddressError",
     "InvalidQueryError",
+    "InvalidURLError",
     "PluginError",
     "PluginLoadError",
     "SessionBranchExistsError",
@@ -189,6 +190,10 @@ class BackendNotFoundError(PluginError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "backend not found"
+
+
+class InvalidURLError(PluginError, ValueError):
+    """A repository URL or mapping cannot be parsed."""
 
 
 class BackendConflictError(PluginError):
