@@ -18,6 +18,7 @@ always comes from the header line, never from the name. Beyond pi:
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -540,31 +541,43 @@ def _remove_quietly(fs: FileSystem, path: str) -> None:
         logger.warning("Could not remove %s after a failed create or fork", path)
 
 
-def _collation_key(text: str) -> tuple[Any, ...]:
-    """An approximation of ICU root collation (what ``localeCompare`` uses with no locale data that
-    matters here): base letters first, case-insensitively; then accents; then lowercase before
-    uppercase; code points last so the order is total.
+def _primary_unit(char: str) -> str:
+    """Two characters per base character: its class (spaces, punctuation and symbols, digits, letters,
+    other) and what orders it inside the class (a letter's lowercase form)."""
+    if char.isspace():
+        return "\x01" + char
+    if char.isdigit():
+        return "\x03" + chr(0x30 + unicodedata.digit(char, 0))
+    if char.isalpha():
+        return "\x04" + char.lower()[0]
+    if unicodedata.category(char)[0] in "PS":
+        return "\x02" + char
+    return "\x05" + char
+
+
+_ASCII_PRIMARY = {code: _primary_unit(chr(code)) for code in range(128)}
+_ASCII_CASE = {code: "1" if chr(code).isupper() else "0" for code in range(128)}
+
+
+@functools.lru_cache(maxsize=8192)
+def _collation_key(text: str) -> tuple[str, str, str, str]:
+    """An approximation of ICU root collation, which pi's ``localeCompare`` applies: base characters
+    first, ignoring case and accents; then accents; then case, lowercase first; code points last so
+    the order is total.
     """
-    primary: list[tuple[int, Any]] = []
-    secondary: list[str] = []
-    tertiary: list[int] = []
+    if text.isascii():
+        return (text.translate(_ASCII_PRIMARY), "", text.translate(_ASCII_CASE), text)
+    primary: list[str] = []
+    accents: list[str] = []
+    case: list[str] = []
     for char in unicodedata.normalize("NFD", text):
         if unicodedata.combining(char):
-            secondary.append(char)
+            accents[-1:] = [(accents[-1] if accents else "") + char]
             continue
-        if char.isspace():
-            primary.append((0, ord(char)))
-        elif char.isdigit():
-            primary.append((2, unicodedata.digit(char, 0), ord(char)))  # type: ignore[arg-type]
-        elif char.isalpha():
-            primary.append((3, char.lower()))
-        elif unicodedata.category(char)[0] in "PS":
-            primary.append((1, ord(char)))
-        else:
-            primary.append((4, ord(char)))
-        secondary.append("")
-        tertiary.append(1 if char != char.lower() else 0)
-    return (tuple(primary), tuple(secondary), tuple(tertiary), text)
+        primary.append(_primary_unit(char))
+        accents.append("\x01")
+        case.append("1" if char != char.lower() else "0")
+    return ("".join(primary), "".join(accents), "".join(case), text)
 
 
 def _list_order(metadata: SessionMetadata) -> tuple[Any, ...]:
