@@ -59,6 +59,11 @@ class MemorySessionHandle:
     def is_open(self) -> bool:
         return self._status == "open"
 
+    @property
+    def mutation_line(self) -> Any:
+        """The session's mutation line (read-only; tests watch its ``queued`` count)."""
+        return self._session.mutation_line
+
     # --- mutations -----------------------------------------------------------------------------
 
     def begin_mutation(self) -> _HandleMutation:
