@@ -350,3 +350,12 @@ def test_an_open_legacy_v3_session_can_be_forked(tmp_path: Path) -> None:
         assert legacy.storage.is_legacy_v3()  # type: ignore[attr-defined]  # the source was not touched
         fork.close()
         legacy.close()
+
+
+def test_fork_of_a_deleted_session_is_not_found_and_reserves_nothing(repo: JsonlSessionRepo) -> None:
+    ghost = repo.create(id="ghost", cwd="/w")
+    ghost.close()
+    repo.delete(ghost.metadata)
+    with pytest.raises(SessionNotFoundError, match="^Session file does not exist: "):
+        repo.fork(ghost.metadata, TreeFork(id="fork"))
+    repo.create(id="fork", cwd="/w").close()

@@ -447,6 +447,9 @@ class JsonlSessionRepo:
         """
         self._assert_open()
         source_path, cwd = _path_and_cwd(source)
+        with _io("Failed to read JSONL storage", source_path):
+            if not self.fs.exists(source_path):
+                raise SessionNotFoundError(f"Session file does not exist: {source_path}")
         created_at = self._now()
         session_id = options.id if options.id is not None else uuidv7(created_at)
         key = _session_key(cwd, session_id)
