@@ -319,6 +319,9 @@ class LegacyV3Source:
         self._needed: set[LegacyIdKey] = set()
         self._values: list[dict[str, JsonValue]] = []
         self._entry_ids: set[str] = set()
+        self._final: _Record | None = None
+        self._name: object = ABSENT
+        self._labels: list[tuple[object, object]] = []
         self._size = 0
         self.entry_count = 0
         """Number of retained records (format-4 entries)."""
@@ -705,6 +708,14 @@ class LegacyV3Source:
             )
         return ABSENT
 
+    def _legacy_id_of(self, key: LegacyIdKey) -> object:
+        """The legacy id behind a key (for messages), also for ids no record has."""
+        record = self._records.get(key)
+        if record is not None:
+            return record.legacy_id
+        tag, value = key
+        return value if tag in ("s", "number", "bool", "null") else ABSENT
+
     def _retained_tail(self, entry: _Record, projections: dict[LegacyIdKey, JsonValue]) -> list[JsonValue]:
         plan = self._compactions[entry.key]
         if plan.keep_nothing:
@@ -719,7 +730,7 @@ class LegacyV3Source:
                 tail.reverse()
                 return tail
             walker = walker.parent
-        first_kept = "undefined" if plan.first_kept is None else _js_text(_legacy_id_of_key(self, plan.first_kept))
+        first_kept = "undefined" if plan.first_kept is None else _js_text(self._legacy_id_of(plan.first_kept))
         raise self._error(
             f"Legacy v3 compaction {_js_text(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
             entry.line,
@@ -734,14 +745,6 @@ def _id_text(legacy_id: object) -> str:
     if isinstance(legacy_id, str):
         return legacy_id
     return "\x00" + ("undefined" if legacy_id is ABSENT else jsjson.dumps(legacy_id))
-
-
-def _legacy_id_of_key(source: LegacyV3Source, key: LegacyIdKey) -> object:
-    record = source._records.get(key)
-    if record is not None:
-        return record.legacy_id
-    tag, value = key
-    return value if tag in ("s", "number", "bool", "null") else ABSENT
 
 
 def _lane_value(record_type: str, record: dict[str, Any]) -> object:
