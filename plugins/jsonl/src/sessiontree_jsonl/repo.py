@@ -392,7 +392,7 @@ class JsonlSessionRepo:
         if line is None or not line.text:
             return None
         try:
-            header = parse_session_header(line.text)
+            header = parse_session_header(line.text, local_timezone=self.legacy_options.local_timezone)
         except (ValueError, StorageValidationError):
             return None
         if isinstance(header, JsonlHeader):
@@ -405,7 +405,7 @@ class JsonlSessionRepo:
         parent_fields: dict[str, str] = {}
         if header.parent_session is not None:
             parent_fields = parents.get(header.parent_session) or resolve_legacy_parent(
-                self.fs, header.parent_session
+                self.fs, header.parent_session, local_timezone=self.legacy_options.local_timezone
             )
             parents[header.parent_session] = parent_fields
         return SessionMetadata(
