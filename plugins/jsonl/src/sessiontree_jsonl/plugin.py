@@ -1,1 +1,28 @@
-"""Entry-point module of the JSONL backend."""
+"""Entry-point module of the JSONL backend: registers ``jsonl://`` and imports nothing heavy."""
+
+from __future__ import annotations
+
+from sessiontree.contracts import Capabilities
+from sessiontree.hookspecs import BackendSpec, RegisterBackend, hookimpl
+
+CAPABILITIES = Capabilities(
+    supports_reopen=True,
+    supports_streaming_fork=True,
+    supports_persistence=True,
+    supports_concurrent_writers=True,
+    supports_atomic_replace=True,
+)
+"""What the JSONL backend claims: everything (writers lock each commit; publishes are atomic renames)."""
+
+
+@hookimpl
+def register_backends(register: RegisterBackend) -> None:
+    register(
+        BackendSpec(
+            name="jsonl",
+            factory="sessiontree_jsonl.backend:JsonlBackend",
+            capabilities=CAPABILITIES,
+            install_hint="pip install sessiontree-jsonl",
+            description="pi's JSONL format 4: one file per session, byte-compatible with pi 0.87.1.",
+        )
+    )

@@ -1,0 +1,131 @@
+"""The JSONL backend: what ``jsonl:///path/to/sessions`` opens (one directory in pi's layout)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sessiontree.contracts import Capabilities
+from sessiontree.errors import PluginError
+from sessiontree.fs import FileSystem, LocalFileSystem
+from sessiontree.ids import uuidv7
+from sessiontree.urls import parse_url
+
+from .header import JsonlHeader
+from .io import Durability, check_durability
+from .legacy_v3 import LegacyV3Options
+from .naming import session_directory_name, session_file_name
+from .plugin import CAPABILITIES
+
+if TYPE_CHECKING:
+    from .repo import JsonlSessionRepo
+    from .storage import JsonlStorage
+
+__all__ = ["JsonlBackend"]
+
+_QUERY_OPTIONS = ("durability",)
+
+
+class JsonlBackend:
+    """Opens JSONL repositories and storages under one root directory.
+
+    Give the root as ``url`` (``jsonl:///var/lib/agent/sessions``, ``jsonl://relative/dir``,
+    ``jsonl+<protocol>://location`` for a FileSystem registered by a plugin; ``?durability=fsync``)
+    or as ``path``. ``durability`` is ``"process"`` (pi's: survives a process crash) or ``"fsync"``
+    (survives power loss). ``fs`` overrides the file system; ``now`` is the clock (Unix ms);
+    ``default_cwd`` is the working directory recorded for sessions created without one (default: the
+    process's).
+    """
+
+    name: str = "jsonl"
+    capabilities: Capabilities = CAPABILITIES
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        durability: Durability | None = None,
+        fs: FileSystem | None = None,
+        now: Callable[[], int] | None = None,
+        default_cwd: str | None = None,
+        legacy_options: LegacyV3Options | None = None,
+        filesystem_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if (url is None) == (path is None):
+            raise PluginError(
+                "A JSONL backend needs exactly one of url= (e.g. 'jsonl:///var/lib/agent/sessions') "
+                f"or path=, got url={url!r}, path={path!r}"
+            )
+        query_durability: str | None = None
+        if url is not None:
+            root, fs, query_durability = self._from_url(url, fs, filesystem_options)
+        else:
+            root = os.fspath(path)  # type: ignore[arg-type]
+        if durability is not None and query_durability is not None and durability != query_durability:
+            raise PluginError(
+                f"Invalid JSONL URL {url!r}: durability={query_durability!r} contradicts durability={durability!r}"
+            )
+        self.url = url
+        self.fs: FileSystem = fs if fs is not None else LocalFileSystem()
+        self.root = self.fs.absolute(root)
+        try:
+            self.durability: Durability = check_durability(durability or query_durability or "process")
+        except ValueError as error:
+            raise PluginError(f"Invalid JSONL backend options: {error}") from None
+        self.now = now
+        # pi requires a cwd per session; like pi's CLI, default to the process's working directory.
+        self.default_cwd = default_cwd if default_cwd is not None else os.getcwd()
+        self.legacy_options = legacy_options
+
+    @staticmethod
+    def _from_url(
+        url: str, fs: FileSystem | None, filesystem_options: Mapping[str, Any] | None
+    ) -> tuple[str, FileSystem | None, str | None]:
+        parsed = parse_url(url)
+        if parsed.backend != "jsonl":
+            raise PluginError(f"Invalid JSONL URL {url!r}: the scheme must be 'jsonl' or 'jsonl+<filesystem>'")
+        unknown = sorted(set(parsed.query) - set(_QUERY_OPTIONS))
+        if unknown:
+            raise PluginError(
+                f"Invalid JSONL URL {url!r}: unknown option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(_QUERY_OPTIONS)}"
+            )
+        root = parsed.path
+        if root is None:
+            raise PluginError(f"Invalid JSONL URL {url!r}: it names no directory, e.g. 'jsonl:///var/lib/agent/sessions'")
+        if parsed.filesystem is not None and fs is None:
+            from sessiontree.plugins import get_registry
+
+            fs = get_registry().resolve_filesystem(parsed.filesystem, url, filesystem_options)
+        return root, fs, parsed.query.get("durability")
+
+    def open_repo(self) -> JsonlSessionRepo:
+        """A :class:`~sessiontree_jsonl.JsonlSessionRepo` over the root (created on first write)."""
+        from .repo import JsonlSessionRepo
+
+        return JsonlSessionRepo(
+            self.root,
+            fs=self.fs,
+            now=self.now,
+            durability=self.durability,
+            default_cwd=self.default_cwd,
+            legacy_options=self.legacy_options,
+        )
+
+    def open_storage(self) -> JsonlStorage:
+        """A fresh, empty session file under the root, named as pi's repository names it."""
+        from .storage import JsonlStorage, wall_clock_ms
+
+        clock = self.now or wall_clock_ms
+        created_at = clock()
+        session_id = uuidv7(created_at)
+        cwd = self.default_cwd
+        directory = self.fs.join(self.root, session_directory_name(cwd))
+        header = JsonlHeader.new(id=session_id, created_at=created_at, cwd=cwd)
+        path = self.fs.join(directory, session_file_name(created_at, session_id))
+        return JsonlStorage.create(path, header, fs=self.fs, now=clock, durability=self.durability)
+
+    def __repr__(self) -> str:
+        return f"JsonlBackend(root={self.root!r}, durability={self.durability!r})"
