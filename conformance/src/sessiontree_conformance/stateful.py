@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
@@ -181,8 +181,11 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     # --- running one operation on both -------------------------------------------------------
 
-    def _both(self, what: str, call: Callable[[Storage, bool], Any]) -> tuple[Any, Any] | None:
-        """Run ``call`` on both storages; ``None`` when both raised the same contract error."""
+    def _both(self, describe: Callable[[], str], call: Callable[[Storage, bool], Any]) -> tuple[Any, Any] | None:
+        """Run ``call`` on both storages; ``None`` when both raised the same contract error.
+
+        ``describe`` names the operation in failure messages (built only on failure: shrinking is hot).
+        """
         try:
             expected = call(self.oracle, False)
         except Exception as error:  # noqa: BLE001 - compared below
@@ -193,25 +196,25 @@ class StorageStateMachine(RuleBasedStateMachine):
             got = call(self.backend, True)
         except Exception as error:  # noqa: BLE001 - compared below
             if expected_error is None:
-                raise AssertionError(f"{what}: backend raised {error!r}, the memory oracle returned {expected!r}") from error
+                raise AssertionError(f"{describe()}: backend raised {error!r}, the memory oracle returned {expected!r}") from error
             assert error_class(error) is error_class(expected_error), (
-                f"{what}: backend raised {error_class(error).__name__} ({error}), "
+                f"{describe()}: backend raised {error_class(error).__name__} ({error}), "
                 f"the memory oracle {error_class(expected_error).__name__} ({expected_error})"
             )
             return None
         if expected_error is not None:
             raise AssertionError(
-                f"{what}: backend returned {got!r}, the memory oracle raised {expected_error!r}"
+                f"{describe()}: backend returned {got!r}, the memory oracle raised {expected_error!r}"
             ) from expected_error
         return got, expected
 
-    def _compare(self, what: str, call: Callable[[Storage, bool], Any]) -> None:
-        outcome = self._both(what, call)
+    def _compare(self, describe: Callable[[], str], call: Callable[[Storage, bool], Any]) -> None:
+        outcome = self._both(describe, call)
         if outcome is None:
             return
         got, expected = outcome
         assert self._translate(got) == self._oracle_shape(expected), (
-            f"{what}: backend returned {got!r}, the memory oracle {expected!r}"
+            f"{describe()}: backend returned {got!r}, the memory oracle {expected!r}"
         )
 
     # --- drawing inputs ----------------------------------------------------------------------
@@ -322,7 +325,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         earlier_entries: list[str] = []
         earlier_ids: list[str] = []
         writes = [self._write(data, earlier_entries, earlier_ids) for _ in range(count)]
-        outcome = self._both(f"commit({writes!r})", lambda storage, _backend: storage.commit(writes))
+        outcome = self._both(lambda: f"commit({writes!r})", lambda storage, _backend: storage.commit(writes))
         if outcome is None:
             return
         got, expected = outcome
@@ -355,18 +358,18 @@ class StorageStateMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def get_entries(self, data: st.DataObject) -> None:
         wanted = data.draw(st.lists(st.sampled_from([*self.entry_ids, *self.usage_ids, "missing"]), max_size=5))
-        self._compare(f"get_entries({wanted!r})", lambda storage, _b: storage.get_entries(wanted))
+        self._compare(lambda: f"get_entries({wanted!r})", lambda storage, _b: storage.get_entries(wanted))
 
     @rule(data=st.data())
     def get_value(self, data: st.DataObject) -> None:
         address = self._address(data, "value")
-        self._compare(f"get_value({address!r})", lambda storage, _b: storage.get_value(address))
+        self._compare(lambda: f"get_value({address!r})", lambda storage, _b: storage.get_value(address))
 
     @rule(data=st.data())
     def scan_values(self, data: st.DataObject) -> None:
         address = self._address(data, "value")
         prefix = Address(address.namespace, address.key[: data.draw(st.integers(0, 3))], "value")
-        self._compare(f"scan_values({prefix!r})", lambda storage, _b: storage.scan_values(prefix))
+        self._compare(lambda: f"scan_values({prefix!r})", lambda storage, _b: storage.scan_values(prefix))
 
     @rule(data=st.data())
     def read_list(self, data: st.DataObject) -> None:
@@ -382,7 +385,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             seq = self._backend_seq(cursor) if backend and cursor is not None else cursor
             return storage.read_list(address, ListReadOptions(cursor=seq, order=order, limit=limit))  # type: ignore[arg-type]
 
-        self._compare(f"read_list({address!r}, cursor={cursor}, {order}, {limit})", call)
+        self._compare(lambda: f"read_list({address!r}, cursor={cursor}, {order}, {limit})", call)
 
     def _branch_scan(self, data: st.DataObject) -> tuple[BranchScan, Callable[[bool], BranchScan]]:
         query = BranchScan(
@@ -406,13 +409,13 @@ class StorageStateMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def scan_branch(self, data: st.DataObject) -> None:
         query, for_storage = self._branch_scan(data)
-        self._compare(f"scan_branch({query!r})", lambda storage, b: storage.scan_branch(for_storage(b)))
+        self._compare(lambda: f"scan_branch({query!r})", lambda storage, b: storage.scan_branch(for_storage(b)))
 
     @rule(data=st.data())
     def scan_branch_structure(self, data: st.DataObject) -> None:
         query, for_storage = self._branch_scan(data)
         self._compare(
-            f"scan_branch_structure({query!r})", lambda storage, b: storage.scan_branch_structure(for_storage(b))
+            lambda: f"scan_branch_structure({query!r})", lambda storage, b: storage.scan_branch_structure(for_storage(b))
         )
 
     @rule(data=st.data())
@@ -426,7 +429,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
         )
         self._compare(
-            f"scan_entries({query!r})", lambda storage, b: storage.scan_entries(self._seq_range(query, b))
+            lambda: f"scan_entries({query!r})", lambda storage, b: storage.scan_entries(self._seq_range(query, b))
         )
 
     @rule(data=st.data())
@@ -437,7 +440,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             order=data.draw(st.sampled_from(ORDERS_SEQ), label="order"),  # type: ignore[arg-type]
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
         )
-        self._compare(f"scan_usage({query!r})", lambda storage, b: storage.scan_usage(self._seq_range(query, b)))
+        self._compare(lambda: f"scan_usage({query!r})", lambda storage, b: storage.scan_usage(self._seq_range(query, b)))
 
     def _seq_range(self, query: Any, backend: bool) -> Any:
         if not backend:
@@ -451,7 +454,7 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     @invariant()
     def stats_agree(self) -> None:
-        self._compare("get_stats()", lambda storage, _b: storage.get_stats())
+        self._compare(lambda: "get_stats()", lambda storage, _b: storage.get_stats())
 
     def teardown(self) -> None:
         try:
@@ -496,6 +499,9 @@ class StorageStateMachineSuite(BaseConformanceFixtures):
                 stateful_step_count=STEPS_PER_EXAMPLE,
                 deadline=None,
                 database=None,
+                report_multiple_bugs=False,
+                # The explain phase re-runs shrunk examples many times over; it is slow and adds little.
+                phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
             ),
         )
