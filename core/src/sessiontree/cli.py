@@ -274,3 +274,6 @@ register_command(
         run=_run_commit,
     )
 )
+
+from .commands import show as _show  # noqa: E402,F401  (registers "show")
+from .commands import ls as _ls  # noqa: E402,F401  (registers "ls")

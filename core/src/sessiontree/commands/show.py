@@ -1,0 +1,251 @@
+"""``sessiontree show``: a session tree in the terminal, or the context a model would be sent."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.text import Text
+from rich.tree import Tree
+
+from .. import jsjson
+from ..cli import Command, CommandError, register_command
+from ..context import branch_context
+from ..contracts import Session
+from ..plugins import get_registry
+from ..wire import entry_to_wire, stats_to_wire
+from .common import add_examples, iso_time, metadata_row, open_target_session, print_json, short_id, shorten, stdout_console
+from .tree import SessionTree, describe_entry, describe_message, load_tree
+
+__all__ = ["render_context", "render_tree", "show_session", "tree_json"]
+
+TITLE_WIDTH = 96
+CONTEXT_BODY_LIMIT = 800
+
+KIND_STYLES = {
+    "user": "cyan",
+    "assistant": "green",
+    "failed": "red",
+    "tool": "yellow",
+    "message": "white",
+    "compaction": "bold magenta",
+    "branch_summary": "bold blue",
+    "custom": "dim",
+}
+
+
+def _header(tree: SessionTree) -> Text:
+    metadata = tree.metadata
+    usage = tree.stats.usage
+    text = Text()
+    text.append(tree.name or metadata.id, style="bold")
+    if tree.name:
+        text.append(f"  ({metadata.id})", style="dim")
+    details = [
+        f"created {iso_time(metadata.created_at)}",
+        f"{len(tree.entries)} entries",
+        f"{len(tree.tips)} branches",
+        f"{tree.stats.message_count} messages",
+        f"{jsjson.format_number(usage.total_tokens)} tokens",
+        f"cost {jsjson.format_number(usage.cost.total)}",
+    ]
+    if metadata.cwd:
+        details.insert(0, f"cwd {metadata.cwd}")
+    text.append("\n" + " · ".join(details), style="dim")
+    if metadata.path:
+        text.append(f"\n{metadata.path}", style="dim")
+    return text
+
+
+def _entry_label(tree: SessionTree, entry_id: str, full_ids: bool) -> Text:
+    entry = tree.entries[entry_id]
+    view = describe_entry(entry)
+    text = Text()
+    text.append(entry_id if full_ids else short_id(entry_id), style="dim")
+    text.append(" ")
+    text.append(shorten(view.title, TITLE_WIDTH), style=KIND_STYLES.get(view.kind, "white"))
+    label = tree.labels.get(entry_id)
+    if label is not None:
+        text.append(f"  ⚑ {shorten(label, 40)}", style="bold yellow")
+    for branch in tree.tips_at(entry_id):
+        text.append(f"  ◀ {branch}", style="bold reverse")
+    return text
+
+
+def render_tree(tree: SessionTree, *, branch: str | None = None, full_ids: bool = False) -> Tree:
+    """The tree as a :class:`rich.tree.Tree`: a linear run of entries stays on one level; where the tree
+    forks, each alternative is a ``⑂`` node naming the branches it leads to, holding its own run.
+    ``branch`` keeps only that branch's path."""
+    visible: set[str] | None = None
+    if branch is not None:
+        if branch not in tree.tips:
+            raise CommandError(f"No branch {branch!r} in session {tree.metadata.id}; branches: {_names(tree.tips)}")
+        tip = tree.tips[branch]
+        visible = set(tree.path_to(tip)) if tip is not None else set()
+    root = Tree(_header(tree), guide_style="dim")
+    reaching = tree.tips_below()
+
+    def kids(entry_id: str | None) -> list[str]:
+        return [k for k in tree.children.get(entry_id, ()) if visible is None or k in visible]
+
+    def fork_label(child: str) -> Text:
+        names = reaching.get(child, ())
+        return Text("⑂ " + (", ".join(names) if names else "(no branch)"), style="bold dim")
+
+    def add_chain(parent: Tree, start: str) -> None:
+        current = start
+        while True:
+            parent.add(_entry_label(tree, current, full_ids))
+            following = kids(current)
+            if len(following) == 1:
+                current = following[0]
+                continue
+            for child in following:
+                add_chain(parent.add(fork_label(child)), child)
+            return
+
+    starts = kids(None)
+    if len(starts) == 1:
+        add_chain(root, starts[0])
+    else:
+        for start in starts:
+            add_chain(root.add(fork_label(start)), start)
+    empty = [name for name, tip in tree.tips.items() if tip is None and (branch is None or name == branch)]
+    if empty:
+        root.add(Text("empty branches: " + ", ".join(empty), style="dim"))
+    dangling = tree.dangling_tips()
+    if dangling:
+        broken = ", ".join(f"{name} → {tip}" for name, tip in dangling.items())
+        root.add(Text(f"branches whose tip is missing: {broken}", style="bold red"))
+    return root
+
+
+def _names(names: Iterable[str]) -> str:
+    listed = ", ".join(names)
+    return listed or "(none)"
+
+
+def _pick_branch(session: Session, tree: SessionTree, branch: str | None) -> str:
+    if branch is not None:
+        if branch not in tree.tips:
+            raise CommandError(
+                f"No branch {branch!r} in session {tree.metadata.id}; branches: {_names(tree.tips)}"
+            )
+        return branch
+    if "main" in tree.tips:
+        return "main"
+    if len(tree.tips) == 1:
+        return next(iter(tree.tips))
+    raise CommandError(
+        f"Session {tree.metadata.id} has {len(tree.tips)} branches ({_names(tree.tips)}): pick one with --branch"
+    )
+
+
+def render_context(messages: list[object], console: Console, *, full: bool) -> None:
+    """Print context messages one after another: the role, then the readable content."""
+    if not messages:
+        console.print(Text("(the context is empty)", style="dim"))
+    for index, message in enumerate(messages, start=1):
+        view = describe_message(message)
+        role = message.get("role", "?") if isinstance(message, dict) else "?"
+        console.print(Text(f"[{index}] {role}", style="bold " + KIND_STYLES.get(view.kind, "white")))
+        body = view.body if full or len(view.body) <= CONTEXT_BODY_LIMIT else view.body[:CONTEXT_BODY_LIMIT] + " …"
+        console.print(Text(body), soft_wrap=True)
+        console.print()
+
+
+def tree_json(tree: SessionTree) -> dict[str, object]:
+    """The tree as JSON-ready data: session metadata, branches, and every entry with its title."""
+    entries = []
+    for entry_id, entry in tree.entries.items():
+        view = describe_entry(entry)
+        entries.append(
+            {
+                "id": entry_id,
+                "parentId": entry.parent_id,
+                "seq": entry.seq,
+                "timestamp": entry.timestamp,
+                "type": entry.type,
+                "kind": view.kind,
+                "title": view.title,
+                "label": tree.labels.get(entry_id),
+                "tips": tree.tips_at(entry_id),
+                "entry": entry_to_wire(entry),
+            }
+        )
+    return {
+        "session": {**metadata_row(tree.metadata), "name": tree.name},
+        "branches": {
+            name: {"tip": tip, "length": len(tree.path_to(tip)) if tip is not None else 0}
+            for name, tip in tree.tips.items()
+        },
+        "stats": stats_to_wire(tree.stats),
+        "entries": entries,
+    }
+
+
+def show_session(
+    session: Session,
+    console: Console,
+    *,
+    branch: str | None = None,
+    context: bool = False,
+    full: bool = False,
+    as_json: bool = False,
+) -> None:
+    """Print ``session`` as a tree (or, with ``context``, what a model would be sent for a branch)."""
+    tree = load_tree(session)
+    if context:
+        name = _pick_branch(session, tree, branch)
+        messages = branch_context(session, name, entry_projectors=get_registry().entry_projectors())
+        if as_json:
+            print_json(messages)
+            return
+        console.print(Text(f"context of branch {name} of {tree.name or tree.metadata.id}", style="bold"))
+        console.print()
+        render_context(messages, console, full=full)
+        return
+    if as_json:
+        print_json(tree_json(tree))
+        return
+    console.print(render_tree(tree, branch=branch, full_ids=full))
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="URL_OR_FILE", help="a repository URL or directory, or a session file")
+    parser.add_argument("--session", metavar="ID", help="the session (optional when the repository holds one)")
+    parser.add_argument("--cwd", metavar="CWD", help="the working directory, when an id exists in several")
+    parser.add_argument("--branch", metavar="B", help="show only this branch's path (or its context)")
+    parser.add_argument("--context", action="store_true", help="print what a model would be sent for the branch")
+    parser.add_argument("--full", action="store_true", help="full ids and unshortened context messages")
+    parser.add_argument("--json", action="store_true", help="print the tree (or the context) as JSON")
+    add_examples(
+        parser,
+        "sessiontree show jsonl:///srv/sessions --session 0199aaaa-0000-7000-8000-000000000001",
+        "sessiontree show ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl",
+        "sessiontree show jsonl:///srv/sessions --session abc --branch main --context",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    with open_target_session(args.target, args.session, cwd=args.cwd) as (session, _repo):
+        show_session(
+            session,
+            stdout_console(),
+            branch=args.branch,
+            context=args.context,
+            full=args.full,
+            as_json=args.json,
+        )
+    return 0
+
+
+register_command(
+    Command(
+        name="show",
+        help="draw a session tree (branches, tips, labels, compactions) or print a branch's model context",
+        configure=_configure,
+        run=_run,
+    )
+)
