@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .model import ABSENT, Cost, Usage
 
 __all__ = ["add_usage", "empty_usage"]
@@ -15,10 +17,24 @@ def empty_usage() -> Usage:
     return _EMPTY_USAGE
 
 
+def _js_add(left: object, right: object) -> float:
+    """JS ``left + right`` for the values a usage field can hold: ``null`` (pi writes NaN as null)
+    counts as 0, booleans as 0/1, anything else non-numeric gives NaN."""
+    total = 0.0 if isinstance(left, float) or isinstance(right, float) else 0
+    for operand in (left, right):
+        if operand is None:
+            continue
+        if isinstance(operand, (int, float)):
+            total += operand
+        else:
+            return math.nan
+    return total
+
+
 def _add_optional(left: object, right: object) -> object:
     if left is ABSENT and right is ABSENT:
         return ABSENT
-    return (0 if left is ABSENT else left) + (0 if right is ABSENT else right)  # type: ignore[operator]
+    return _js_add(0 if left is ABSENT else left, 0 if right is ABSENT else right)
 
 
 def add_usage(left: Usage, right: Usage) -> Usage:
@@ -28,18 +44,18 @@ def add_usage(left: Usage, right: Usage) -> Usage:
     """
     lc, rc = left.cost, right.cost
     return Usage(
-        input=left.input + right.input,
-        output=left.output + right.output,
-        cache_read=left.cache_read + right.cache_read,
-        cache_write=left.cache_write + right.cache_write,
+        input=_js_add(left.input, right.input),
+        output=_js_add(left.output, right.output),
+        cache_read=_js_add(left.cache_read, right.cache_read),
+        cache_write=_js_add(left.cache_write, right.cache_write),
         cache_write_1h=_add_optional(left.cache_write_1h, right.cache_write_1h),  # type: ignore[arg-type]
         reasoning=_add_optional(left.reasoning, right.reasoning),  # type: ignore[arg-type]
-        total_tokens=left.total_tokens + right.total_tokens,
+        total_tokens=_js_add(left.total_tokens, right.total_tokens),
         cost=Cost(
-            input=lc.input + rc.input,
-            output=lc.output + rc.output,
-            cache_read=lc.cache_read + rc.cache_read,
-            cache_write=lc.cache_write + rc.cache_write,
-            total=lc.total + rc.total,
+            input=_js_add(lc.input, rc.input),
+            output=_js_add(lc.output, rc.output),
+            cache_read=_js_add(lc.cache_read, rc.cache_read),
+            cache_write=_js_add(lc.cache_write, rc.cache_write),
+            total=_js_add(lc.total, rc.total),
         ),
     )
