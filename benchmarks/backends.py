@@ -1,0 +1,88 @@
+"""The backends a run measures: every backend the plugin registry offers, opened in a scratch directory."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+from sessiontree.contracts import SessionRepo
+from sessiontree.plugins import Registry, get_registry
+from sessiontree.urls import local_path_url
+
+__all__ = ["BenchBackend", "discover_backends", "select_backends"]
+
+
+@attrs.frozen(kw_only=True)
+class BenchBackend:
+    """One backend under measurement.
+
+    ``open_repo(directory)`` returns a new repository stored under ``directory`` (ignored by backends
+    without persistence). ``persistent`` backends also run "open closed session", as pi's non-memory
+    backends do.
+    """
+
+    name: str
+    persistent: bool
+    open_repo: Callable[[Path], SessionRepo]
+
+    def create_options(self, repo: SessionRepo) -> dict[str, Any]:
+        """Options for ``repo.create`` beyond the id: ``cwd="/bench"`` where the repository takes a cwd
+        (pi's JSONL requires one; bench-pi.mjs passes ``/bench``)."""
+        try:
+            parameters = inspect.signature(repo.create).parameters
+        except (TypeError, ValueError):
+            return {}
+        takes_cwd = "cwd" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        return {"cwd": "/bench"} if takes_cwd else {}
+
+
+def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchBackend:
+    def open_repo(directory: Path) -> SessionRepo:
+        url = local_path_url(name, directory / "repo") if persistent else f"{name}://"
+        return registry.open_repo(url)
+
+    return BenchBackend(name=name, persistent=persistent, open_repo=open_repo)
+
+
+def _jsonl_without_plugin() -> BenchBackend | None:
+    # The JSONL repository can exist before its entry point registers a backend; measure it directly then.
+    try:
+        from sessiontree_jsonl.repo import JsonlSessionRepo
+    except ImportError:
+        return None
+
+    def open_repo(directory: Path) -> SessionRepo:
+        return JsonlSessionRepo(directory / "repo")  # type: ignore[return-value]
+
+    return BenchBackend(name="jsonl", persistent=True, open_repo=open_repo)
+
+
+def discover_backends(registry: Registry | None = None) -> list[BenchBackend]:
+    """Every usable backend of ``registry`` (default: the process registry), by name."""
+    registry = registry if registry is not None else get_registry()
+    found = {
+        spec.name: _registry_backend(registry, spec.name, spec.capabilities.supports_persistence)
+        for spec in registry.backends()
+    }
+    if "jsonl" not in found and (direct := _jsonl_without_plugin()) is not None:
+        found["jsonl"] = direct
+    return [found[name] for name in sorted(found)]
+
+
+def select_backends(available: Iterable[BenchBackend], names: Iterable[str] | None) -> list[BenchBackend]:
+    """The backends named (in the order given), or all of them; an unknown name is an error naming the
+    installed ones."""
+    by_name = {backend.name: backend for backend in available}
+    if names is None:
+        return list(by_name.values())
+    chosen = []
+    for name in names:
+        if name not in by_name:
+            raise ValueError(
+                f"Backend {name!r} is not installed; installed: {', '.join(sorted(by_name)) or 'none'}"
+            )
+        chosen.append(by_name[name])
+    return chosen

@@ -1,0 +1,265 @@
+"""Command line of ``python -m benchmarks``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .backends import BenchBackend, discover_backends, select_backends
+from .goals import Ratio, compare, memory_ratios
+from .machine import describe_machine
+from .memory_open import MemoryMeasurement, measure_open, seed_closed_session
+from .pi import PI_BACKENDS, default_oracle, load_pi_results, run_pi_bench, run_pi_memory
+from .report import memory_table, ratio_table, results_table
+from .results import Result
+from .scenarios import plan_for_sizes, run_backend
+
+__all__ = ["main", "parse_arguments"]
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _name_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected at least one backend name")
+    return names
+
+
+def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="pi's benchmark workloads on every installed sessiontree backend, optionally side by "
+        "side with pi (ratios sessiontree / pi).",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_int_list,
+        default=[1_000, 10_000],
+        help="linear-branch entry counts to run (pi's datasets: 1000,10000,100000); default 1000,10000",
+    )
+    parser.add_argument("--reps", type=int, default=5, help="samples per read/open scenario (default 5)")
+    parser.add_argument(
+        "--backends",
+        type=_name_list,
+        default=None,
+        help="comma-separated sessiontree backends (default: every installed one)",
+    )
+    parser.add_argument(
+        "--catalog-max",
+        type=int,
+        default=1_000,
+        help="largest catalog pi runs (bench-pi.mjs --catalog-max; pi's JSONL create is "
+        "O(sessions), a 10k catalog takes it over half an hour); default 1000",
+    )
+    parser.add_argument(
+        "--sessiontree-catalog-max",
+        type=int,
+        default=10_000,
+        help="largest catalog sessiontree runs (default 10000, to show growth)",
+    )
+    parser.add_argument(
+        "--mem-entries",
+        type=int,
+        default=100_000,
+        help="entries of the session opened in a fresh process for time and RSS "
+        "(persistent backends; 0 skips it); default 100000",
+    )
+    parser.add_argument(
+        "--mem-runs",
+        type=int,
+        default=3,
+        help="fresh-process opens per implementation, medians reported (default 3)",
+    )
+    parser.add_argument("--vs-pi", action="store_true", help="run pi's benchmark too and print ratios")
+    parser.add_argument(
+        "--pi-json",
+        type=Path,
+        default=None,
+        help="compare with pi rows from this file (bench-pi.mjs output or a --json report) "
+        "instead of running pi",
+    )
+    parser.add_argument(
+        "--oracle",
+        type=Path,
+        default=None,
+        help="pi's oracle.sh (default: $SESSIONTREE_PI_ORACLE or ../shared/oracle/oracle.sh)",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON document")
+    output.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    arguments = parser.parse_args(argv)
+    if arguments.reps < 1:
+        parser.error(f"--reps must be at least 1, got {arguments.reps}")
+    if arguments.mem_entries < 0 or arguments.mem_runs < 1:
+        parser.error("--mem-entries must be >= 0 and --mem-runs >= 1")
+    return arguments
+
+
+def _progress(quiet: bool, message: str) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _measure_memory(backend: BenchBackend, entries: int, runs: int) -> MemoryMeasurement:
+    directory = Path(tempfile.mkdtemp(prefix=f"stbench-mem-{backend.name}-"))
+    try:
+        seed_closed_session(backend, directory, entries)
+        return measure_open(backend, directory, entries, runs)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _measure_pi_memory(oracle: Path, entries: int, runs: int) -> MemoryMeasurement:
+    directory = Path(tempfile.mkdtemp(prefix="pibench-mem-"))
+    try:
+        return run_pi_memory(oracle, directory, entries, runs)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _load_pi_document(path: Path) -> tuple[list[Result], list[MemoryMeasurement], str | None]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read pi results: {exc}") from None
+    rows = load_pi_results(document, str(path))
+    memory = []
+    for item in (document.get("memory") or {}).get("pi", []):
+        memory.append(MemoryMeasurement(**item))
+    implementation = document.get("implementation") or (document.get("machine") or {}).get("pi")
+    return rows, memory, implementation
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    try:
+        backends = select_backends(discover_backends(), arguments.backends)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    plan = plan_for_sizes(arguments.sizes, arguments.reps, arguments.sessiontree_catalog_max)
+
+    ours: list[Result] = []
+    for backend in backends:
+        ours.extend(
+            run_backend(
+                backend,
+                plan,
+                progress=lambda r: _progress(
+                    arguments.quiet,
+                    f"sessiontree {r.backend} | {r.scenario} | {r.dataset} | {r.median_ms} ms",
+                ),
+            )
+        )
+    our_memory = []
+    if arguments.mem_entries:
+        for backend in backends:
+            if backend.persistent:
+                measured = _measure_memory(backend, arguments.mem_entries, arguments.mem_runs)
+                _progress(arguments.quiet, f"sessiontree {backend.name} | fresh-process open | {measured}")
+                our_memory.append(measured)
+
+    pi_rows: list[Result] = []
+    pi_memory: list[MemoryMeasurement] = []
+    pi_implementation = None
+    if arguments.pi_json is not None:
+        pi_rows, pi_memory, pi_implementation = _load_pi_document(arguments.pi_json)
+    elif arguments.vs_pi:
+        oracle = arguments.oracle or default_oracle()
+        pi_backends = [b.name for b in backends if b.name in PI_BACKENDS]
+        if pi_backends:
+            _progress(arguments.quiet, f"pi: {oracle} bench on {','.join(pi_backends)} (may take minutes)")
+            pi_rows = run_pi_bench(
+                oracle, arguments.sizes, arguments.reps, pi_backends, arguments.catalog_max
+            )
+            pi_implementation = "pi-agent-core 0.87.1"
+        if arguments.mem_entries and "jsonl" in pi_backends:
+            pi_memory.append(_measure_pi_memory(oracle, arguments.mem_entries, arguments.mem_runs))
+            _progress(arguments.quiet, f"pi jsonl | fresh-process open | {pi_memory[-1]}")
+
+    ratios = compare(ours, pi_rows)
+    for theirs in pi_memory:
+        for mine in our_memory:
+            if (mine.backend, mine.entries) == (theirs.backend, theirs.entries):
+                ratios.extend(memory_ratios(mine, theirs))
+
+    machine = describe_machine(pi_implementation)
+    if arguments.json:
+        print(json.dumps(_json_report(ours, pi_rows, ratios, our_memory, pi_memory, machine), indent=1))
+    else:
+        print(_text_report(ours, pi_rows, ratios, our_memory + pi_memory, machine, arguments.markdown))
+    return 0
+
+
+def _json_report(
+    ours: list[Result],
+    pi_rows: list[Result],
+    ratios: list[Ratio],
+    our_memory: list[MemoryMeasurement],
+    pi_memory: list[MemoryMeasurement],
+    machine: dict[str, Any],
+) -> dict[str, Any]:
+    timed = [ratio for ratio in ratios if ratio.unit == "ms" and "fresh process" not in ratio.scenario]
+    return {
+        "sessiontree": [row.to_json() for row in ours],
+        "pi": [row.to_json() for row in pi_rows],
+        "ratios": [ratio.to_json() for ratio in timed],
+        "targets": [ratio.target_json() for ratio in ratios],
+        "memory": {
+            "sessiontree": [m.to_json() for m in our_memory],
+            "pi": [m.to_json() for m in pi_memory],
+        },
+        "machine": machine,
+    }
+
+
+def _text_report(
+    ours: list[Result],
+    pi_rows: list[Result],
+    ratios: list[Ratio],
+    memory: list[MemoryMeasurement],
+    machine: dict[str, Any],
+    markdown: bool,
+) -> str:
+    heading = "### " if markdown else "== "
+    sections = [
+        f"{heading}machine\n\n"
+        + "\n".join(f"{'- ' if markdown else ''}{key}: {value}" for key, value in machine.items() if value)
+    ]
+    if ratios:
+        sections.append(
+            f"{heading}ratios (sessiontree / pi, lower is better)\n\n"
+            + ratio_table(ratios, markdown=markdown)
+        )
+        compared = {(r.backend, r.scenario, r.dataset) for r in ratios}
+        alone = [row for row in ours if row.key not in compared]
+        if alone:
+            sections.append(
+                f"{heading}sessiontree rows without a pi counterpart\n\n"
+                + results_table(alone, markdown=markdown)
+            )
+    else:
+        sections.append(f"{heading}sessiontree\n\n" + results_table(ours, markdown=markdown))
+        if pi_rows:
+            sections.append(f"{heading}pi\n\n" + results_table(pi_rows, markdown=markdown))
+    if memory:
+        sections.append(
+            f"{heading}open a closed session in a fresh process\n\n" + memory_table(memory, markdown=markdown)
+        )
+    return "\n\n".join(sections)

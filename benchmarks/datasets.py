@@ -1,0 +1,136 @@
+"""pi's benchmark datasets, ids and seed transactions (``testing/benchmark/datasets.js``, ``storage.js``,
+``session-repo.js``), rebuilt with the same names and contents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import attrs
+from sessiontree import values
+from sessiontree.model import MessageEntry
+from sessiontree.writes import EntryWrite, Write, insert_entry, set_value
+
+__all__ = [
+    "CATALOG_DATASETS",
+    "FORK_ENTRY_COUNTS",
+    "CatalogDataset",
+    "LinearDataset",
+    "STORAGE_DATASETS",
+    "catalog_dataset",
+    "entry_id",
+    "fork_source_writes",
+    "linear_dataset",
+    "seed_transactions",
+    "session_id",
+]
+
+MESSAGE_TIMESTAMP = 1_650_000_000_000
+SEED_BATCH_SIZE = 250
+PAYLOAD_BYTES = 256
+
+
+def entry_id(index: int) -> str:
+    """``storageBenchmarkEntryId``: ``benchmark-entry-`` and 8 zero-padded digits."""
+    return f"benchmark-entry-{index:08d}"
+
+
+def session_id(index: int) -> str:
+    """``sessionRepoBenchmarkSessionId``: ``benchmark-session-`` and 8 zero-padded digits."""
+    return f"benchmark-session-{index:08d}"
+
+
+def _scale(count: int) -> str:
+    # pi's labels: 1_000 -> "1k", 10_000 -> "10k"; anything else (small test datasets) as digits.
+    return f"{count // 1000}k" if count >= 1000 and count % 1000 == 0 else str(count)
+
+
+@attrs.frozen(kw_only=True)
+class LinearDataset:
+    """One synthetic linear branch (pi's ``StorageBenchmarkDataset``)."""
+
+    name: str
+    entry_count: int
+    payload_bytes: int
+    lookup_ids: tuple[str, ...]
+    tip_id: str
+
+
+def linear_dataset(entry_count: int) -> LinearDataset:
+    """pi's ``createDataset``: ``entry_count`` entries, 256-byte payloads, 100 evenly spread lookup ids."""
+    if entry_count < 1:
+        raise ValueError(f"A linear dataset needs at least one entry, got {entry_count}")
+    lookups = min(100, entry_count)
+    return LinearDataset(
+        name=f"synthetic linear branch: {_scale(entry_count)} entries, {PAYLOAD_BYTES}-byte payloads",
+        entry_count=entry_count,
+        payload_bytes=PAYLOAD_BYTES,
+        lookup_ids=tuple(entry_id((i * (entry_count - 1)) // max(1, lookups - 1)) for i in range(lookups)),
+        tip_id=entry_id(entry_count - 1),
+    )
+
+
+STORAGE_DATASETS: tuple[LinearDataset, ...] = tuple(linear_dataset(n) for n in (1_000, 10_000, 100_000))
+"""``STORAGE_BENCHMARK_DATASETS``."""
+FORK_ENTRY_COUNTS: tuple[int, ...] = (1_000, 10_000)
+"""``SESSION_REPO_FORK_BENCHMARK_DATASETS``: the 1k and 10k storage datasets."""
+
+
+@attrs.frozen(kw_only=True)
+class CatalogDataset:
+    """A catalog of closed empty sessions (pi's ``SessionRepoCatalogBenchmarkDataset``)."""
+
+    name: str
+    session_count: int
+
+
+def catalog_dataset(session_count: int) -> CatalogDataset:
+    """``synthetic catalog: <scale> closed sessions``."""
+    return CatalogDataset(
+        name=f"synthetic catalog: {_scale(session_count)} closed sessions", session_count=session_count
+    )
+
+
+CATALOG_DATASETS: tuple[CatalogDataset, ...] = tuple(catalog_dataset(n) for n in (100, 1_000, 10_000))
+"""``SESSION_REPO_CATALOG_BENCHMARK_DATASETS``."""
+
+
+def _message_entry(index: int, payload_bytes: int) -> EntryWrite:
+    identifier = entry_id(index)
+    prefix = f"{identifier}:"
+    text = prefix + "x" * max(0, payload_bytes - len(prefix))
+    return insert_entry(
+        MessageEntry(
+            id=identifier,
+            parent_id=None if index == 0 else entry_id(index - 1),
+            message={
+                "role": "user",
+                "content": [{"type": "text", "text": text}],
+                "timestamp": MESSAGE_TIMESTAMP,
+            },
+        )
+    )
+
+
+def seed_transactions(dataset: LinearDataset) -> Iterator[list[Write]]:
+    """``generateStorageBenchmarkSeedTransactions``: 250-entry inserts forming one linear chain."""
+    for start in range(0, dataset.entry_count, SEED_BATCH_SIZE):
+        stop = min(start + SEED_BATCH_SIZE, dataset.entry_count)
+        yield [_message_entry(index, dataset.payload_bytes) for index in range(start, stop)]
+
+
+def fork_source_writes(dataset: LinearDataset) -> list[Write]:
+    """The last commit of ``seedSessionRepoForkBenchmark``: tip ``main`` plus a configured, idle lane."""
+    return [
+        set_value(values.branch_tip("main"), dataset.tip_id),
+        set_value(
+            values.lane_config("main"),
+            {
+                "model": {"provider": "benchmark", "modelId": "benchmark"},
+                "thinkingLevel": "off",
+                "activeToolNames": [],
+            },
+        ),
+        set_value(
+            values.lane_state("main"), {"currentOperationId": None, "lastOperationId": None, "inbox": []}
+        ),
+    ]

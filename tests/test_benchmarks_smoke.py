@@ -1,0 +1,241 @@
+"""Smoke tests of the benchmark harness (``python -m benchmarks``): tiny datasets, no timing assertions.
+
+They check that every scenario of bench-pi.mjs runs on every installed backend with pi's names, datasets
+and row shape, that ratios pair the right rows, and that the CLI's JSON report has its documented keys.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# ``benchmarks`` is a top-level package of the repository, not an installed distribution.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.backends import discover_backends, select_backends  # noqa: E402
+from benchmarks.cli import main  # noqa: E402
+from benchmarks.datasets import (  # noqa: E402
+    CATALOG_DATASETS,
+    STORAGE_DATASETS,
+    catalog_dataset,
+    entry_id,
+    fork_source_writes,
+    linear_dataset,
+    seed_transactions,
+)
+from benchmarks.goals import compare, target_for  # noqa: E402
+from benchmarks.memory_open import measure_open, seed_closed_session  # noqa: E402
+from benchmarks.pi import load_pi_results  # noqa: E402
+from benchmarks.results import Result, median, result_from_samples  # noqa: E402
+from benchmarks.scenarios import APPEND_COUNT, Plan, plan_for_sizes, run_backend  # noqa: E402
+
+READ_SCENARIOS = ["get 100 distributed entries", "scan latest 50 entries", "scan full branch structure"]
+INSTALLED = [backend.name for backend in discover_backends()]
+
+
+def _tiny_plan(reps: int = 2) -> Plan:
+    return Plan(
+        storage=(linear_dataset(30),),
+        catalogs=(catalog_dataset(4),),
+        forks=(linear_dataset(30),),
+        reps=reps,
+    )
+
+
+# --- datasets: pi's names, ids and payloads ------------------------------------------------------------
+
+
+def test_datasets_have_pi_names_and_lookup_ids() -> None:
+    names = [d.name for d in STORAGE_DATASETS]
+    assert names == [
+        f"synthetic linear branch: {n} entries, 256-byte payloads" for n in ("1k", "10k", "100k")
+    ]
+    assert [c.name for c in CATALOG_DATASETS] == [
+        f"synthetic catalog: {n} closed sessions" for n in ("100", "1k", "10k")
+    ]
+    one_k = STORAGE_DATASETS[0]
+    assert len(one_k.lookup_ids) == 100
+    # floor(i * 999 / 99): 0, 10, 20, ..., 999
+    assert one_k.lookup_ids[:3] == (entry_id(0), entry_id(10), entry_id(20))
+    assert one_k.lookup_ids[-1] == one_k.tip_id == "benchmark-entry-00000999"
+
+
+def test_seed_transactions_are_a_chain_of_256_byte_messages_in_250_entry_commits() -> None:
+    transactions = list(seed_transactions(linear_dataset(600)))
+    assert [len(tx) for tx in transactions] == [250, 250, 100]
+    entries = [write.entry for tx in transactions for write in tx]
+    assert entries[0].parent_id is None
+    assert all(entry.parent_id == entry_id(i - 1) for i, entry in enumerate(entries) if i)
+    text = entries[7].message["content"][0]["text"]
+    assert text.startswith("benchmark-entry-00000007:x") and len(text) == 256
+
+
+def test_fork_source_writes_set_tip_lane_config_and_idle_lane_state() -> None:
+    writes = fork_source_writes(STORAGE_DATASETS[0])
+    assert [(w.namespace, w.key) for w in writes] == [
+        ("pi.branch.tip", "main"),
+        ("pi.lane.config", "main"),
+        ("pi.lane.state", "main"),
+    ]
+    assert writes[0].value == "benchmark-entry-00000999"
+
+
+def test_plan_selects_like_bench_pi() -> None:
+    plan = plan_for_sizes([10_000, 1_000], reps=3, catalog_max=1_000)
+    assert [d.entry_count for d in plan.storage] == [10_000, 1_000]
+    assert [c.session_count for c in plan.catalogs] == [100, 1_000]
+    assert [d.entry_count for d in plan.forks] == [1_000, 10_000]
+    assert [c.session_count for c in plan_for_sizes([1_000], 1, 10_000).catalogs] == [100, 1_000]
+    with pytest.raises(ValueError, match="--reps"):
+        plan_for_sizes([1_000], 0, 1_000)
+
+
+def test_median_is_bench_pi_upper_median() -> None:
+    assert median([3.0, 1.0, 2.0, 4.0]) == 3.0
+    row = result_from_samples("memory", "s", "d", [2.123456, 1.0, 5.0])
+    assert (row.median_ms, row.min_ms, row.n) == (2.1235, 1.0, 3)
+
+
+# --- every installed backend runs every scenario ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", INSTALLED)
+def test_every_scenario_runs_with_pi_row_shape(name: str) -> None:
+    (backend,) = select_backends(discover_backends(), [name])
+    rows = run_backend(backend, _tiny_plan(reps=2))
+    linear = linear_dataset(30).name
+    catalog = catalog_dataset(4).name
+    expected = [
+        ("seed (250-entry commits)", linear, 1),
+        *([("open closed session", linear, 2)] if backend.persistent else []),
+        *[(scenario, linear, 2) for scenario in READ_SCENARIOS],
+        ("append one message to branch", linear, APPEND_COUNT),
+        ("create+close sessions", catalog, 1),
+        ("list sessions", catalog, 2),
+        ("fork open current branch", linear, 2),
+    ]
+    assert [(r.scenario, r.dataset, r.n) for r in rows] == expected
+    assert all(r.backend == name and 0 <= r.min_ms <= r.median_ms for r in rows)
+    assert set(rows[0].to_json()) == {"backend", "scenario", "dataset", "median_ms", "min_ms", "n"}
+
+
+def test_memory_is_discovered_through_the_registry() -> None:
+    assert "memory" in INSTALLED
+    with pytest.raises(ValueError, match="not installed; installed: "):
+        select_backends(discover_backends(), ["no-such-backend"])
+
+
+@pytest.mark.skipif("jsonl" not in INSTALLED, reason="the jsonl backend is not installed")
+def test_fresh_process_open_reports_time_and_rss(tmp_path: Path) -> None:
+    (backend,) = select_backends(discover_backends(), ["jsonl"])
+    seed_closed_session(backend, tmp_path, 300)
+    measured = measure_open(backend, tmp_path, 300)
+    assert measured.entries == 300 and measured.backend == "jsonl"
+    assert measured.file_bytes > 300 * 256
+    assert measured.open_ms > 0 and measured.rss_mb > 0 and measured.peak_rss_mb >= measured.rss_mb
+
+
+# --- ratios and targets -------------------------------------------------------------------------------
+
+
+def _row(backend: str, scenario: str, dataset: str, median_ms: float) -> Result:
+    return Result(
+        backend=backend, scenario=scenario, dataset=dataset, median_ms=median_ms, min_ms=median_ms, n=1
+    )
+
+
+def test_ratios_pair_rows_by_backend_scenario_and_dataset() -> None:
+    one_k = STORAGE_DATASETS[0].name
+    ours = [
+        _row("jsonl", "scan latest 50 entries", one_k, 0.3),
+        _row("memory", "scan latest 50 entries", one_k, 2.0),
+        _row("jsonl", "list sessions", "synthetic catalog: 10k closed sessions", 9.0),
+    ]
+    pi = [
+        _row("memory", "scan latest 50 entries", one_k, 4.0),
+        _row("jsonl", "scan latest 50 entries", one_k, 0.1),
+    ]
+    ratios = compare(ours, pi)
+    assert [(r.backend, r.ratio, r.met) for r in ratios] == [("jsonl", 3.0, False), ("memory", 0.5, True)]
+    assert ratios[0].to_json() == {
+        "backend": "jsonl",
+        "scenario": "scan latest 50 entries",
+        "dataset": one_k,
+        "ratio": 3.0,
+    }
+
+
+def test_targets_follow_the_issue() -> None:
+    ten_k = STORAGE_DATASETS[1].name
+    assert target_for("jsonl", "open closed session", ten_k)[0] == 0.5
+    assert target_for("jsonl", "open closed session", STORAGE_DATASETS[0].name)[0] == 1.0
+    assert target_for("jsonl", "fork open current branch", ten_k)[0] == 0.2
+    assert target_for("memory", "fork open current branch", ten_k)[0] == 1.0
+    assert target_for("jsonl", "list sessions", "synthetic catalog: 1k closed sessions")[0] == 0.5
+    assert target_for("jsonl", "create+close sessions", "synthetic catalog: 1k closed sessions")[0] == 0.1
+
+
+def test_pi_results_are_validated_with_the_source_named() -> None:
+    with pytest.raises(ValueError, match=r"pi\.json: result 0 lacks field\(s\) min_ms, n"):
+        load_pi_results(
+            {"results": [{"backend": "memory", "scenario": "s", "dataset": "d", "median_ms": 1}]}, "pi.json"
+        )
+    with pytest.raises(ValueError, match="expected bench-pi.mjs output"):
+        load_pi_results({"rows": []}, "pi.json")
+
+
+# --- the command line ---------------------------------------------------------------------------------
+
+
+def test_cli_json_report_with_stored_pi_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one_k = STORAGE_DATASETS[0].name
+    pi_file = tmp_path / "pi.json"
+    pi_file.write_text(
+        json.dumps(
+            {
+                "implementation": "pi-agent-core 0.87.1 (node v22)",
+                "results": [
+                    {
+                        "backend": "memory",
+                        "scenario": s,
+                        "dataset": one_k,
+                        "median_ms": 1.0,
+                        "min_ms": 1.0,
+                        "n": 1,
+                    }
+                    for s in READ_SCENARIOS
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    argv = ["--sizes", "1000", "--reps", "1", "--backends", "memory", "--sessiontree-catalog-max", "100"]
+    assert main([*argv, "--mem-entries", "0", "--json", "--quiet", "--pi-json", str(pi_file)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"sessiontree", "pi", "ratios", "targets", "memory", "machine"} <= set(report)
+    assert {row["scenario"] for row in report["sessiontree"]} == {
+        "seed (250-entry commits)",
+        *READ_SCENARIOS,
+        "append one message to branch",
+        "create+close sessions",
+        "list sessions",
+        "fork open current branch",
+    }
+    assert [(r["scenario"], set(r)) for r in report["ratios"]] == [
+        (s, {"backend", "scenario", "dataset", "ratio"}) for s in READ_SCENARIOS
+    ]
+    by_scenario = {
+        row["scenario"]: row["median_ms"] for row in report["sessiontree"] if row["dataset"] == one_k
+    }
+    assert [r["ratio"] for r in report["ratios"]] == [round(by_scenario[s] / 1.0, 4) for s in READ_SCENARIOS]
+    assert report["machine"]["pi"] == "pi-agent-core 0.87.1 (node v22)"
+
+
+def test_cli_refuses_an_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--backends", "nope", "--quiet"]) == 2
+    assert "Backend 'nope' is not installed" in capsys.readouterr().err
