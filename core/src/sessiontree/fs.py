@@ -172,7 +172,7 @@ class FileSystem(Protocol):
         ...
 
     def rename_new(self, source: str, destination: str) -> None:
-        """Atomically rename ``source`` to ``destination``, which must not exist (:class:`FileExistsError`)."""
+        """Atomically rename ``source`` to ``destination``; it must not exist (:class:`FileExistsError`)."""
         ...
 
     def remove(self, path: str, *, missing_ok: bool = False) -> None:
@@ -349,7 +349,9 @@ class LocalFileSystem:
                     if raw.startswith(UTF8_BOM):
                         raw = raw[len(UTF8_BOM) :]
                 terminated = raw.endswith(b"\n")
-                yield TextLine((raw[:-1] if terminated else raw).decode("utf-8", errors="replace"), terminated)
+                yield TextLine(
+                    (raw[:-1] if terminated else raw).decode("utf-8", errors="replace"), terminated
+                )
 
     def write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> None:
         target = self.absolute(path)

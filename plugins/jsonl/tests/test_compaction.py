@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from sessiontree import jsjson, wire
 from sessiontree.errors import UnsupportedOperationError
 from sessiontree.fs import LocalFileSystem
@@ -40,7 +39,12 @@ def clock(start: int = 1_000) -> Any:
 def _usage(row_id: str, tokens: int) -> UsageWrite:
     cost = Cost(input=0.5, output=0, cache_read=0, cache_write=0, total=0.5)
     return UsageWrite(
-        UsageRow(id=row_id, usage=Usage(input=tokens, output=1, cache_read=0, cache_write=0, total_tokens=tokens + 1, cost=cost))
+        UsageRow(
+            id=row_id,
+            usage=Usage(
+                input=tokens, output=1, cache_read=0, cache_write=0, total_tokens=tokens + 1, cost=cost
+            ),
+        )
     )
 
 
@@ -54,7 +58,11 @@ def build_busy_session(path: Path) -> JsonlStorage:
         entry_id = f"m{i}"
         storage.commit(
             [
-                EntryWrite(MessageEntry(id=entry_id, parent_id=parent, message={"role": "user", "content": f"turn {i}"})),
+                EntryWrite(
+                    MessageEntry(
+                        id=entry_id, parent_id=parent, message={"role": "user", "content": f"turn {i}"}
+                    )
+                ),
                 set_value(branch_tip("main"), entry_id),
                 set_value(operation_state("op1"), {"at": "tools", "step": i, "pad": "p" * 200}),
                 append_list(list_("app.events"), {"i": i}),
@@ -76,7 +84,8 @@ def snapshot(storage: JsonlStorage) -> dict[str, Any]:
         "entries": [wire.entry_to_wire(e) for e in storage.scan_entries()],
         "values": [wire.stored_value_to_wire(v) for ns in namespaces for v in storage.scan_values(value(ns))],
         "lists": [
-            wire.list_element_to_wire(e) for e in storage.read_list(list_("app.events"), ListReadOptions(limit=10000))
+            wire.list_element_to_wire(e)
+            for e in storage.read_list(list_("app.events"), ListReadOptions(limit=10000))
         ],
         "usage": [wire.usage_row_to_wire(u) for u in storage.scan_usage()],
         "stats": wire.stats_to_wire(storage.get_stats()),
@@ -84,7 +93,7 @@ def snapshot(storage: JsonlStorage) -> dict[str, Any]:
 
 
 def _line_objects(path: Path) -> list[bytes]:
-    out = []
+    out: list[bytes] = []
     for line in path.read_bytes().split(b"\n")[1:-1]:
         parsed = jsjson.loads(line)
         if isinstance(parsed, list):
@@ -118,7 +127,9 @@ def test_compaction_keeps_the_state_and_drops_dead_lines(tmp_path: Path) -> None
     assert seqs == sorted(seqs)
     with JsonlStorage.open(path) as reopened:
         after = snapshot(reopened)
-    before["values"].append({"address": {"namespace": "app.kv", "key": "after", "kind": "value"}, "value": 2, "seq": next_seq})
+    before["values"].append(
+        {"address": {"namespace": "app.kv", "key": "after", "kind": "value"}, "value": 2, "seq": next_seq}
+    )
     assert after == before
 
 
@@ -130,9 +141,13 @@ def test_compacted_file_reads_the_same_in_pi(tmp_path: Path) -> None:
     with build_busy_session(path) as storage:
         expected = snapshot(storage)
         storage.compact()
-    dump = json.loads(subprocess.run([str(ORACLE), "dump", str(path)], capture_output=True, text=True, check=True).stdout)
+    dump = json.loads(
+        subprocess.run([str(ORACLE), "dump", str(path)], capture_output=True, text=True, check=True).stdout
+    )
     assert dump["entries"] == expected["entries"]
-    assert [v for v in dump["values"] if v["address"]["namespace"] in ("pi.branch.tip", "pi.op.state", "app.kv")] == expected["values"]
+    assert [
+        v for v in dump["values"] if v["address"]["namespace"] in ("pi.branch.tip", "pi.op.state", "app.kv")
+    ] == expected["values"]
     (events,) = [item for item in dump["lists"] if item["namespace"] == "app.events"]
     assert events["elements"] == expected["lists"]
     assert dump["usage"] == expected["usage"]

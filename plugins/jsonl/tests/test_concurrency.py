@@ -53,7 +53,7 @@ def test_two_processes_append_without_losing_or_duplicating(tmp_path: Path) -> N
         writer.stdin.write("go\n")
         writer.stdin.flush()
     outputs = [writer.communicate(timeout=300) for writer in writers]
-    for writer, (_, err) in zip(writers, outputs):
+    for writer, (_, err) in zip(writers, outputs, strict=True):
         assert writer.returncode == 0, err
     acknowledged: dict[str, tuple[int, int]] = {}
     for out, _ in outputs:
@@ -70,7 +70,8 @@ def test_two_processes_append_without_losing_or_duplicating(tmp_path: Path) -> N
         assert {e.id: (e.seq, e.seq + 1) for e in entries} == acknowledged  # type: ignore[operator]
         assert [e.seq for e in entries] == sorted(e.seq for e in entries)  # type: ignore[type-var]
         writers_in_seq_order = [e.id[0] for e in entries]
-        switches = sum(1 for x, y in zip(writers_in_seq_order, writers_in_seq_order[1:]) if x != y)
+        pairs = zip(writers_in_seq_order, writers_in_seq_order[1:], strict=False)
+        switches = sum(1 for x, y in pairs if x != y)
         assert switches > 10, "the writers did not actually interleave"
         tip = storage.get_value(branch_tip("main"))
         assert tip is not None and tip.seq == max(all_seqs)

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from sessiontree.values import branch_tip
 from sessiontree_jsonl import JsonlHeader, JsonlStorage
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem, TextLine
 
 
@@ -64,7 +63,7 @@ def test_exclusive_write_refuses_an_existing_file(fs: LocalFileSystem, tmp_path:
 
 
 def test_first_line_strips_bom_and_reports_termination(fs: LocalFileSystem) -> None:
-    fs.write_bytes("a", b"\xef\xbb\xbf{\"h\":1}\r\nrest\n")
+    fs.write_bytes("a", b'\xef\xbb\xbf{"h":1}\r\nrest\n')
     assert fs.read_first_line("a") == TextLine('{"h":1}\r', True)
     fs.write_bytes("b", b"no newline")
     assert fs.read_first_line("b") == TextLine("no newline", False)

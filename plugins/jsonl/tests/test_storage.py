@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from sessiontree import jsjson
 from sessiontree.errors import (
     SessionExistsError,
@@ -21,7 +20,7 @@ from sessiontree.errors import (
     StorageValidationError,
 )
 from sessiontree.fs import FileHandle, LocalFileSystem
-from sessiontree.model import CustomEntry, MessageEntry, Usage, UsageRow, Cost
+from sessiontree.model import Cost, CustomEntry, Entry, MessageEntry, Usage, UsageRow
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.values import branch_tip, list_, value
 from sessiontree.writes import EntryWrite, UsageWrite, append_list, set_value
@@ -41,6 +40,14 @@ def header(session_id: str = "s1") -> JsonlHeader:
 
 def message(entry_id: str, parent: str | None, text: str = "hi") -> EntryWrite:
     return EntryWrite(MessageEntry(id=entry_id, parent_id=parent, message={"role": "user", "content": text}))
+
+
+def payload(entry: Entry) -> Any:
+    """The message of a message entry, the data of a custom entry."""
+    if isinstance(entry, MessageEntry):
+        return entry.message
+    assert isinstance(entry, CustomEntry)
+    return entry.data
 
 
 def usage_row(row_id: str, tokens: int = 3) -> UsageWrite:
@@ -85,7 +92,9 @@ def test_create_refuses_an_existing_file(path: Path, storage: JsonlStorage) -> N
 def test_create_with_initial_writes_and_extra_header_keys(tmp_path: Path) -> None:
     target = tmp_path / "x.jsonl"
     custom = JsonlHeader.new(id="x", created_at=5, cwd="/", extra={"owner": {"tenant": "t"}})
-    with JsonlStorage.create(target, custom, writes=[set_value(branch_tip("main"), None)], now=clock(7000)) as s:
+    with JsonlStorage.create(
+        target, custom, writes=[set_value(branch_tip("main"), None)], now=clock(7000)
+    ) as s:
         assert s.get_value(branch_tip("main")).seq == 1  # type: ignore[union-attr]
         assert s.header.extra == {"owner": {"tenant": "t"}}
     assert target.read_bytes().split(b"\n")[1] == (
@@ -118,7 +127,7 @@ def test_commit_appends_one_line_and_reopen_replays_it(path: Path, storage: Json
     storage.close()
     with JsonlStorage.open(path) as reopened:
         entry = reopened.get_entries(["e1"])["e1"]
-        assert entry.message == {"role": "user", "content": "hi"} and entry.seq == 1
+        assert payload(entry) == {"role": "user", "content": "hi"} and entry.seq == 1
         assert reopened.get_value(branch_tip("main")).value == "e1"  # type: ignore[union-attr]
 
 
@@ -227,13 +236,17 @@ def test_entries_read_lazily_equal_what_was_committed(path: Path, storage: Jsonl
     storage.close()
     with JsonlStorage.open(path) as reopened:
         entries = reopened.get_entries(committed)
-        assert [entries[i].data["i"] for i in committed] == list(range(50))  # type: ignore[union-attr]
-        assert entries["c7"].data == {"i": 7, "text": "é" * 7}  # type: ignore[union-attr]
+        assert [payload(entries[i])["i"] for i in committed] == list(range(50))
+        assert payload(entries["c7"]) == {"i": 7, "text": "é" * 7}
         scanned = reopened.scan_branch(BranchScan(start="c49", order="oldest_first"))
         assert [e.id for e in scanned] == committed
         structure = reopened.scan_branch_structure(BranchScan(start="c49", limit=2))
         assert [(s.id, s.custom_type) for s in structure] == [("c49", "app"), ("c48", "app")]
-        assert [e.id for e in reopened.scan_entries(EntryScan(order="desc", limit=3))] == ["c49", "c48", "c47"]
+        assert [e.id for e in reopened.scan_entries(EntryScan(order="desc", limit=3))] == [
+            "c49",
+            "c48",
+            "c47",
+        ]
 
 
 def test_entries_after_other_writes_in_one_line_are_located(path: Path, storage: JsonlStorage) -> None:
@@ -249,7 +262,8 @@ def test_entries_after_other_writes_in_one_line_are_located(path: Path, storage:
     storage.close()
     with JsonlStorage.open(path) as reopened:
         entries = reopened.get_entries(["e2", "e1"])
-        assert [(e.id, e.message["content"]) for e in entries.values()] == [("e2", "second"), ("e1", "first")]  # type: ignore[union-attr]
+        contents = [(e.id, payload(e)["content"]) for e in entries.values()]
+        assert contents == [("e2", "second"), ("e1", "first")]
         assert reopened.get_value(value("app", "k")).value == {"nested": [1, {"x": "}"}]}  # type: ignore[union-attr]
 
 
@@ -319,7 +333,7 @@ def test_failed_append_leaves_a_valid_file(path: Path, fail_truncate: bool) -> N
         assert s.commit([message("e2", "e1", "second try")]).seqs == (2,)
     with JsonlStorage.open(path) as reopened:
         assert [e.id for e in reopened.scan_entries()] == ["e1", "e2"]
-        assert reopened.get_entries(["e2"])["e2"].message["content"] == "second try"  # type: ignore[union-attr]
+        assert payload(reopened.get_entries(["e2"])["e2"])["content"] == "second try"
 
 
 def test_deleted_file_is_not_recreated(path: Path, storage: JsonlStorage) -> None:
@@ -362,7 +376,9 @@ def test_two_storages_on_one_file_see_each_others_commits(path: Path, storage: J
         assert [e.seq for e in reopened.scan_entries()] == [1, 3, 5]
 
 
-def test_a_corrupt_line_from_another_writer_is_reported_with_its_line(path: Path, storage: JsonlStorage) -> None:
+def test_a_corrupt_line_from_another_writer_is_reported_with_its_line(
+    path: Path, storage: JsonlStorage
+) -> None:
     storage.commit([message("e1", None)])
     with open(path, "ab") as f:
         f.write(b'{"kind":"register","seq":9}\n')
@@ -387,7 +403,9 @@ def test_usage_rows_of_another_writer_count_as_ids(path: Path, storage: JsonlSto
 def test_lists_and_values_written_by_others_are_caught_up(path: Path, storage: JsonlStorage) -> None:
     other = JsonlStorage.open(path, now=clock(100_000))
     try:
-        other.commit([append_list(list_("app.log"), 1), append_list(list_("app.log"), 2), set_value(value("k"), "v")])
+        other.commit(
+            [append_list(list_("app.log"), 1), append_list(list_("app.log"), 2), set_value(value("k"), "v")]
+        )
         storage.commit([append_list(list_("app.log"), 3)])
         assert [e.value for e in storage.read_list(list_("app.log"), ListReadOptions())] == [1, 2, 3]
         assert storage.get_value(value("k")).value == "v"  # type: ignore[union-attr]
@@ -464,7 +482,9 @@ def test_v3_file_is_read_only_until_the_first_write_then_upgraded_with_a_backup(
         assert s.commit([set_value(value("app"), 1)]).first_seq == next_seq + 3  # type: ignore[operator]
     assert (tmp_path / "full-mapping.jsonl.v3.bak").read_bytes() == original
     lines = target.read_bytes().split(b"\n")
-    assert lines[0].startswith(b'{"v":4,"kind":"header","id":"01930000-0000-7000-8000-0000000000aa","createdAt":')
+    assert lines[0].startswith(
+        b'{"v":4,"kind":"header","id":"01930000-0000-7000-8000-0000000000aa","createdAt":'
+    )
     with JsonlStorage.open(target.name, fs=fs) as reopened:
         assert not reopened.is_legacy_v3()
         assert [e.id for e in reopened.scan_entries()] == [*entries_before, "new-1"]

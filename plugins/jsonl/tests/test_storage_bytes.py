@@ -9,7 +9,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 from sessiontree import jsjson
 from sessiontree.wire import decode_transaction
 from sessiontree.writes import EntryWrite, UsageWrite, Write
@@ -43,7 +42,7 @@ def _as_new(write: Write) -> Write:
         return EntryWrite(attrs.evolve(write.entry, seq=None, timestamp=None))
     if isinstance(write, UsageWrite):
         return UsageWrite(attrs.evolve(write.row, seq=None))
-    return attrs.evolve(write, seq=None)  # type: ignore[arg-type]
+    return attrs.evolve(write, seq=None)
 
 
 def _entry_timestamp(writes: list[Write]) -> int | None:
@@ -53,7 +52,9 @@ def _entry_timestamp(writes: list[Write]) -> int | None:
     return None
 
 
-def replay_into(fixture: Path, target: Path, storage_factory: Callable[..., JsonlStorage] = JsonlStorage.create) -> None:
+def replay_into(
+    fixture: Path, target: Path, storage_factory: Callable[..., JsonlStorage] = JsonlStorage.create
+) -> None:
     lines = fixture.read_bytes().split(b"\n")
     assert lines[-1] == b""
     header = jsjson.loads(lines[0])

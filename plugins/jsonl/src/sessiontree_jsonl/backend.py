@@ -65,7 +65,8 @@ class JsonlBackend:
             root = os.fspath(path)  # type: ignore[arg-type]
         if durability is not None and query_durability is not None and durability != query_durability:
             raise PluginError(
-                f"Invalid JSONL URL {url!r}: durability={query_durability!r} contradicts durability={durability!r}"
+                f"Invalid JSONL URL {url!r}: durability={query_durability!r} "
+                f"contradicts durability={durability!r}"
             )
         self.url = url
         self.fs: FileSystem = fs if fs is not None else LocalFileSystem()
@@ -85,7 +86,9 @@ class JsonlBackend:
     ) -> tuple[str, FileSystem | None, str | None]:
         parsed = parse_url(url)
         if parsed.backend != "jsonl":
-            raise PluginError(f"Invalid JSONL URL {url!r}: the scheme must be 'jsonl' or 'jsonl+<filesystem>'")
+            raise PluginError(
+                f"Invalid JSONL URL {url!r}: the scheme must be 'jsonl' or 'jsonl+<filesystem>'"
+            )
         unknown = sorted(set(parsed.query) - set(_QUERY_OPTIONS))
         if unknown:
             raise PluginError(
@@ -94,7 +97,9 @@ class JsonlBackend:
             )
         root = parsed.path
         if root is None:
-            raise PluginError(f"Invalid JSONL URL {url!r}: it names no directory, e.g. 'jsonl:///var/lib/agent/sessions'")
+            raise PluginError(
+                f"Invalid JSONL URL {url!r}: it names no directory, e.g. 'jsonl:///var/lib/agent/sessions'"
+            )
         if parsed.filesystem is not None and fs is None:
             from sessiontree.plugins import get_registry
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
 from sessiontree import jsjson
 from sessiontree.errors import StorageFormatError
 from sessiontree.model import JsonValue, SessionMetadata
@@ -31,7 +30,17 @@ JSONL_FORMAT_VERSION = 4
 JSONL_STORAGE_VERSION = 1
 _MAX_SAFE_INTEGER = 2**53 - 1
 _V4_KNOWN = frozenset(
-    ("v", "kind", "id", "storageVersion", "createdAt", "cwd", "parentSessionId", "legacyParentSessionPath", "nextSeq")
+    (
+        "v",
+        "kind",
+        "id",
+        "storageVersion",
+        "createdAt",
+        "cwd",
+        "parentSessionId",
+        "legacyParentSessionPath",
+        "nextSeq",
+    )
 )
 
 
@@ -43,9 +52,9 @@ class HeaderError(StorageFormatError):
 def _safe_int(value: object, minimum: int) -> int | None:
     """``Number.isSafeInteger(value) && value >= minimum`` as an int, else ``None``."""
     if type(value) is int:
-        return value if minimum <= value <= _MAX_SAFE_INTEGER else None  # type: ignore[return-value,operator]
-    if type(value) is float and value.is_integer() and minimum <= value <= _MAX_SAFE_INTEGER:  # type: ignore[attr-defined,operator]
-        return int(value)  # type: ignore[call-overload,no-any-return]
+        return value if minimum <= value <= _MAX_SAFE_INTEGER else None
+    if type(value) is float and value.is_integer() and minimum <= value <= _MAX_SAFE_INTEGER:
+        return int(value)
     return None
 
 
@@ -176,9 +185,7 @@ def _v4_header(value: object) -> JsonlHeader | None:
     )
 
 
-def parse_session_header(
-    text: str, *, local_timezone: _dt.tzinfo = _dt.timezone.utc
-) -> JsonlHeader | LegacyV3Header:
+def parse_session_header(text: str, *, local_timezone: _dt.tzinfo = _dt.UTC) -> JsonlHeader | LegacyV3Header:
     """Parse the text of line 1 (without its LF): a format-4 header, else a v3 header (pi checks in
     that order). Raises :class:`HeaderError` with pi's cause text; a JSON error is its ``__cause__``.
 

@@ -39,7 +39,7 @@ def check_durability(durability: object) -> Durability:
     """Return ``durability`` if it is a known level, else raise :class:`ValueError` naming both."""
     if durability not in ("process", "fsync"):
         raise ValueError(f"Unknown durability {durability!r}: expected 'process' or 'fsync'")
-    return durability  # type: ignore[return-value]
+    return durability
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ import datetime as _dt
 from collections.abc import Hashable
 
 import attrs
-
 from sessiontree.engine import SessionState
 from sessiontree.errors import StorageFormatError
 from sessiontree.fs import UTF8_BOM, FileHandle
@@ -74,11 +73,13 @@ def read_header_line(handle: FileHandle) -> HeaderLine:
 
 
 def parse_header(
-    line: HeaderLine, display_path: str, *, local_timezone: _dt.tzinfo = _dt.timezone.utc
+    line: HeaderLine, display_path: str, *, local_timezone: _dt.tzinfo = _dt.UTC
 ) -> JsonlHeader | LegacyV3Header:
     """pi's header dispatch with pi's messages: ``missing header`` / ``invalid header`` (cause chained)."""
     if not line.text:
-        raise StorageFormatError(f"Invalid JSONL storage {display_path}: missing header", path=display_path, line=1)
+        raise StorageFormatError(
+            f"Invalid JSONL storage {display_path}: missing header", path=display_path, line=1
+        )
     try:
         return parse_session_header(line.text, local_timezone=local_timezone)
     except HeaderError as error:

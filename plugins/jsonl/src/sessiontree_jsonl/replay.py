@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
-
 from sessiontree import jsjson
 from sessiontree.engine import EntryNode, SessionState
 from sessiontree.errors import StorageError, StorageFormatError
@@ -53,6 +52,8 @@ class LazyEntryNode(EntryNode):
     """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``."""
 
     __slots__ = ("offset", "length")
+    offset: int
+    length: int
 
 
 # --- entry payloads on demand ---------------------------------------------------------------------
@@ -79,9 +80,9 @@ class EntrySource:
         assert isinstance(node, LazyEntryNode)
         key = node.id
         with self._lock:
-            hit = self._cache.get(key)  # type: ignore[arg-type]
+            hit = self._cache.get(key)
             if hit is not None:
-                self._cache.move_to_end(key)  # type: ignore[arg-type]
+                self._cache.move_to_end(key)
                 return hit[0]
         raw = self.handle.read_at(node.offset, node.length)
         try:
@@ -105,7 +106,7 @@ class EntrySource:
         if size > self._cache_bytes:
             return
         with self._lock:
-            key: str = node.id  # type: ignore[assignment]
+            key: str = node.id
             if key in self._cache:
                 return
             self._cache[key] = (entry, size)
@@ -121,37 +122,43 @@ class EntrySource:
 # --- fast structural decoding ---------------------------------------------------------------------
 
 
-class _EntryRecord(msgspec.Struct, tag_field="kind", tag="entry", rename={"parent_id": "parentId", "custom_type": "customType"}):
+class _EntryRecord(
+    msgspec.Struct,
+    gc=False,
+    tag_field="kind",
+    tag="entry",
+    rename={"parent_id": "parentId", "custom_type": "customType"},
+):
     seq: int
     timestamp: int
     id: str
-    parent_id: Union[str, None]
+    parent_id: str | None
     type: str
-    custom_type: Union[str, None, msgspec.UnsetType] = _UNSET
+    custom_type: str | None | msgspec.UnsetType = _UNSET
 
 
-class _ValueRecord(msgspec.Struct, tag_field="kind", tag="value"):
+class _ValueRecord(msgspec.Struct, gc=False, tag_field="kind", tag="value"):
     op: str
     seq: int
     namespace: str
     key: str
-    value: Union[msgspec.Raw, msgspec.UnsetType] = _UNSET
+    value: msgspec.Raw | msgspec.UnsetType = _UNSET
 
 
-class _ListRecord(msgspec.Struct, tag_field="kind", tag="list"):
+class _ListRecord(msgspec.Struct, gc=False, tag_field="kind", tag="list"):
     op: str
     seq: int
     namespace: str
     key: str
-    value: Union[msgspec.Raw, msgspec.UnsetType] = _UNSET
+    value: msgspec.Raw | msgspec.UnsetType = _UNSET
 
 
-class _UsageRecord(msgspec.Struct, tag_field="kind", tag="usage"):
+class _UsageRecord(msgspec.Struct, gc=False, tag_field="kind", tag="usage"):
     seq: int
     id: str
 
 
-_Record = Union[_EntryRecord, _ValueRecord, _ListRecord, _UsageRecord]
+_Record = _EntryRecord | _ValueRecord | _ListRecord | _UsageRecord
 _decode_record = msgspec.json.Decoder(_Record).decode
 _decode_records = msgspec.json.Decoder(list[_Record]).decode
 _VALUE_OPS = frozenset(("set", "delete"))
@@ -160,7 +167,7 @@ _decode_raws = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
 
 
-class _NeedsExactPath(Exception):
+class _NeedsExactPath(Exception):  # noqa: N818 - a signal, not an error
     """The fast path is not sure about a line; the exact path decides."""
 
 
@@ -170,7 +177,11 @@ def _usage_write(raw: Any) -> UsageWrite:
         write = committed_write_from_wire(jsjson.loads(raw))
     except (ValueError, StorageError):
         raise _NeedsExactPath from None
-    if type(write) is not UsageWrite or type(write.row.id) is not str or not isinstance(write.row.usage, Usage):
+    if (
+        type(write) is not UsageWrite
+        or type(write.row.id) is not str
+        or not isinstance(write.row.usage, Usage)
+    ):
         raise _NeedsExactPath
     return write
 
@@ -213,7 +224,7 @@ class Replayer:
         """File offset just after the last line replayed (set by :meth:`feed`)."""
         self._initial_next_seq = state.next_seq
         self._loader: Callable[[EntryNode], Entry] = source.load
-        # (namespace, key) -> the last value write; lists: -> [seq of the last delete or None, appends after it]
+        # (namespace, key) -> the last value write; lists -> [seq of the last delete or None, later appends]
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
         self._lists: dict[tuple[str, str], list[Any]] = {}
         self._types: dict[str, str] = {}
@@ -251,7 +262,7 @@ class Replayer:
         try:
             if first == _OPEN_BRACKET:
                 line = view[start:end]
-                records = _decode_records(line)
+                records: Sequence[Any] = _decode_records(line)
                 raws: Any = _decode_raws(line)
             elif first == _OPEN_BRACE:
                 records = (_decode_record(view[start:end]),)
@@ -289,7 +300,11 @@ class Replayer:
                 timestamp = record.timestamp
                 if timestamp < 0 or timestamp > _MAX_SAFE_INTEGER:
                     raise _NeedsExactPath
-                if has_entry(entry_id) or entry_id in usage_ids or (line_ids is not None and entry_id in line_ids):
+                if (
+                    has_entry(entry_id)
+                    or entry_id in usage_ids
+                    or (line_ids is not None and entry_id in line_ids)
+                ):
                     raise _NeedsExactPath
                 parent = record.parent_id
                 if parent is not None:
@@ -347,7 +362,7 @@ class Replayer:
             add(node)
         for write in usage:
             state.apply_committed((write,))
-            usage_ids.add(write.row.id)  # type: ignore[arg-type]
+            usage_ids.add(write.row.id)
         for record in addressed:
             self._fold(record)
         self._last_node = last

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
-
 from sessiontree import jsjson
 from sessiontree.commit_queue import CommitQueue
 from sessiontree.engine import PreparedCommit, SessionState
@@ -296,7 +295,9 @@ class JsonlStorage:
         if not writes:
             with self._queue.state_lock:
                 state = self._generation.state
-                return CommitResult(first_seq=state.next_seq, seqs=(), timestamp=timestamp, stats=self._stats())
+                return CommitResult(
+                    first_seq=state.next_seq, seqs=(), timestamp=timestamp, stats=self._stats()
+                )
         if self._legacy is not None:
             return self._upgrade_commit(writes, timestamp)
         with self._writer() as writer:
@@ -335,7 +336,9 @@ class JsonlStorage:
                     f"not {self._generation.header.id}"
                 )
             with io_errors("Failed to read JSONL storage", self._display_path):
-                generation = load_generation(handle, header, line.body_offset, display_path=self._display_path)
+                generation = load_generation(
+                    handle, header, line.body_offset, display_path=self._display_path
+                )
         except BaseException:
             handle.close()
             raise
@@ -362,7 +365,9 @@ class JsonlStorage:
             generation.known_end = start + len(line)
             generation.line_count += 1
             stats = self._stats()
-        return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
+        return CommitResult(
+            first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats
+        )
 
     # --- legacy v3 upgrade -----------------------------------------------------------------------
 
@@ -379,7 +384,9 @@ class JsonlStorage:
                 return self._append(writer, writes, timestamp)
             return self._upgrade(writer, legacy, writes, timestamp)
 
-    def _upgrade(self, writer: FileHandle, legacy: _Legacy, writes: tuple[Write, ...], timestamp: int) -> CommitResult:
+    def _upgrade(
+        self, writer: FileHandle, legacy: _Legacy, writes: tuple[Write, ...], timestamp: int
+    ) -> CommitResult:
         generation = self._generation
         state = generation.state
         row = UsageRow(
@@ -409,7 +416,7 @@ class JsonlStorage:
             reader = self._fs.open_file(self._path)
         with self._queue.state_lock:
             state.apply(prepared)
-            generation.usage_ids.update(r.id for r in state.iter_usage())  # type: ignore[misc]
+            generation.usage_ids.update(r.id for r in state.iter_usage())
             self._retired.append(generation.source)
             with io_errors("Failed to read JSONL storage", self._display_path):
                 size = reader.size()
@@ -604,7 +611,7 @@ def _apply_appended(
     """Apply a commit just appended at ``line_offset``; its entries become lazy nodes of the file."""
     state = generation.state
     source = generation.source
-    for write, (offset, length) in zip(prepared.writes, spans):
+    for write, (offset, length) in zip(prepared.writes, spans, strict=True):
         if isinstance(write, EntryWrite):
             entry = write.entry
             node = LazyEntryNode.__new__(LazyEntryNode)
@@ -623,5 +630,4 @@ def _apply_appended(
         else:
             state.apply_committed((write,))
             if isinstance(write, UsageWrite):
-                generation.usage_ids.add(write.row.id)  # type: ignore[arg-type]
-
+                generation.usage_ids.add(write.row.id)
