@@ -205,7 +205,7 @@ class Branch(Protocol):
         cursor: int | None = None,
     ) -> list[Entry]: ...
 
-    def find_entry(self, **query: Any) -> Entry | None: ...
+    def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None: ...
 
     def append_message(self, message: JsonValue) -> str: ...
 
@@ -230,9 +230,27 @@ class Session(Protocol):
 
     def scan_values(self, prefix: Address) -> list[StoredValue]: ...
 
-    def read_list(self, address: Address, **options: Any) -> list[ListElement]: ...
+    def read_list(
+        self,
+        address: Address,
+        *,
+        cursor: int | None = None,
+        order: Literal["asc", "desc"] = "asc",
+        limit: int | float | None = None,
+    ) -> list[ListElement]: ...
 
-    def scan_branch(self, start: str, **query: Any) -> list[Entry]: ...
+    def scan_branch(
+        self,
+        start: str,
+        *,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: Literal["newest_first", "oldest_first"] = "newest_first",
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]: ...
 
     def get_stats(self) -> SessionStats: ...
 
@@ -256,9 +274,19 @@ class Session(Protocol):
 
     def create_branch(self, name: str, at: str | None) -> Branch: ...
 
-    def find_entries(self, **query: Any) -> list[Entry]: ...
+    def find_entries(
+        self,
+        *,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """Session-wide entries (newest first by default); ``cursor`` is an exclusive seq."""
+        ...
 
-    def find_entry(self, **query: Any) -> Entry | None: ...
+    def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None: ...
 
     def close(self) -> None: ...
 
