@@ -277,3 +277,8 @@ register_command(
 
 from .commands import show as _show  # noqa: E402,F401  (registers "show")
 from .commands import ls as _ls  # noqa: E402,F401  (registers "ls")
+from .commands import backends as _backends  # noqa: E402,F401  (registers "backends")
+from .commands import copy as _copy  # noqa: E402,F401  (registers "copy")
+from .commands import import_pi as _import_pi  # noqa: E402,F401  (registers "import-pi")
+from .commands import check as _check  # noqa: E402,F401  (registers "check")
+from .commands import compact as _compact  # noqa: E402,F401  (registers "compact")

@@ -17,14 +17,15 @@ from typing import Any
 
 from rich.console import Console
 
-from ..cli import CommandError
 from ..contracts import Session, SessionRepo, Storage
 from ..dump import DumpInventory, format_dump, jsonl_inventory
+from ..errors import SessionTreeError
 from ..model import SessionMetadata
 from ..plugins import URL_ENV, default_url, open_repo
 from ..urls import local_path_url, parse_url
 
 __all__ = [
+    "UsageError",
     "add_examples",
     "find_session",
     "inventory_of",
@@ -42,6 +43,11 @@ __all__ = [
     "stdout_console",
     "storage_of",
 ]
+
+
+class UsageError(SessionTreeError):
+    """A mistake on the command line (bad target, unknown session): reported as one line, exit status 1."""
+
 
 def add_examples(parser: argparse.ArgumentParser, *lines: str) -> None:
     """Show example invocations at the end of the command's ``--help``."""
@@ -63,12 +69,14 @@ def repository_url(target: str | None) -> str:
         parse_url(target)  # a malformed URL is one clear error before any backend is loaded
         return target
     if os.path.isfile(target):
-        raise CommandError(
+        raise UsageError(
             f"{target} is a session file, not a repository: pass its directory, or use a command that "
             "takes a session file (show, dump, export)"
         )
     if not os.path.isdir(target):
-        raise CommandError(f"No such directory: {target} (a repository is a URL such as memory:// or a directory)")
+        raise UsageError(
+            f"No such directory: {target} (a repository is a URL such as memory:// or a directory)"
+        )
     return local_path_url("jsonl", os.path.abspath(target))
 
 
@@ -84,14 +92,18 @@ def list_sessions(repo: SessionRepo, *, cwd: str | None = None) -> list[SessionM
     return [m for m in listed if m.cwd in (cwd, wanted)]
 
 
-def find_session(repo: SessionRepo, where: str, session_id: str, *, cwd: str | None = None) -> SessionMetadata:
+def find_session(
+    repo: SessionRepo, where: str, session_id: str, *, cwd: str | None = None
+) -> SessionMetadata:
     """The metadata of session ``session_id``; a missing or ambiguous id is a :class:`CommandError`."""
     found = [m for m in list_sessions(repo, cwd=cwd) if m.id == session_id]
     if not found:
-        raise CommandError(f"No session {session_id} in {where}; list the sessions with: sessiontree ls {where}")
+        raise UsageError(
+            f"No session {session_id} in {where}; list the sessions with: sessiontree ls {where}"
+        )
     if len(found) > 1:
         places = ", ".join(sorted(str(m.cwd) for m in found))
-        raise CommandError(
+        raise UsageError(
             f"Session {session_id} exists in several working directories of {where} ({places}); pick one with --cwd"
         )
     return found[0]
@@ -102,8 +114,8 @@ def _only_session(repo: SessionRepo, where: str) -> SessionMetadata:
     if len(sessions) == 1:
         return sessions[0]
     if not sessions:
-        raise CommandError(f"{where} holds no sessions; write one with: sessiontree demo {where}")
-    raise CommandError(
+        raise UsageError(f"{where} holds no sessions; write one with: sessiontree demo {where}")
+    raise UsageError(
         f"{where} holds {len(sessions)} sessions: name one with --session ID (see: sessiontree ls {where})"
     )
 
@@ -119,12 +131,14 @@ def open_target_session(
     """
     if not is_url(target) and os.path.isfile(target):
         if session_id is not None:
-            raise CommandError("--session applies to repositories; a session file names its session itself")
+            raise UsageError("--session applies to repositories; a session file names its session itself")
         repo = open_repo(local_path_url("jsonl", os.path.dirname(os.path.abspath(target))))
         try:
             open_file = getattr(repo, "open_file", None)
             if open_file is None:
-                raise CommandError(f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path")
+                raise UsageError(
+                    f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path"
+                )
             session = open_file(target)
             try:
                 yield session, repo
@@ -134,11 +148,13 @@ def open_target_session(
             repo.close()
         return
     if not is_url(target) and not os.path.isdir(target):
-        raise CommandError(f"No such session file or directory: {target}")
+        raise UsageError(f"No such session file or directory: {target}")
     url = repository_url(target)
     repo = open_repo(url)
     try:
-        metadata = _only_session(repo, url) if session_id is None else find_session(repo, url, session_id, cwd=cwd)
+        metadata = (
+            _only_session(repo, url) if session_id is None else find_session(repo, url, session_id, cwd=cwd)
+        )
         session = repo.open(metadata)
         try:
             yield session, repo
@@ -159,7 +175,7 @@ def storage_of(session: object) -> Storage:
         inner = getattr(session, "_session", None)
         storage = getattr(inner, "storage", None)
     if storage is None:
-        raise CommandError(f"Cannot read the storage of {type(session).__name__}: it exposes none")
+        raise UsageError(f"Cannot read the storage of {type(session).__name__}: it exposes none")
     return storage  # type: ignore[no-any-return]
 
 
@@ -212,7 +228,7 @@ def iso_time(ms: int | float | None, *, pattern: str = "%Y-%m-%d %H:%M:%S UTC") 
     if ms is None:
         return "?"
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime(pattern)
+        return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime(pattern)
     except (OverflowError, OSError, ValueError):
         return str(ms)
 

@@ -10,12 +10,22 @@ from rich.text import Text
 from rich.tree import Tree
 
 from .. import jsjson
-from ..cli import Command, CommandError, register_command
+from ..cli import Command, register_command
 from ..context import branch_context
 from ..contracts import Session
 from ..plugins import get_registry
 from ..wire import entry_to_wire, stats_to_wire
-from .common import add_examples, iso_time, metadata_row, open_target_session, print_json, short_id, shorten, stdout_console
+from .common import (
+    UsageError,
+    add_examples,
+    iso_time,
+    metadata_row,
+    open_target_session,
+    print_json,
+    short_id,
+    shorten,
+    stdout_console,
+)
 from .tree import SessionTree, describe_entry, describe_message, load_tree
 
 __all__ = ["render_context", "render_tree", "show_session", "tree_json"]
@@ -80,7 +90,9 @@ def render_tree(tree: SessionTree, *, branch: str | None = None, full_ids: bool 
     visible: set[str] | None = None
     if branch is not None:
         if branch not in tree.tips:
-            raise CommandError(f"No branch {branch!r} in session {tree.metadata.id}; branches: {_names(tree.tips)}")
+            raise UsageError(
+                f"No branch {branch!r} in session {tree.metadata.id}; branches: {_names(tree.tips)}"
+            )
         tip = tree.tips[branch]
         visible = set(tree.path_to(tip)) if tip is not None else set()
     root = Tree(_header(tree), guide_style="dim")
@@ -129,7 +141,7 @@ def _names(names: Iterable[str]) -> str:
 def _pick_branch(session: Session, tree: SessionTree, branch: str | None) -> str:
     if branch is not None:
         if branch not in tree.tips:
-            raise CommandError(
+            raise UsageError(
                 f"No branch {branch!r} in session {tree.metadata.id}; branches: {_names(tree.tips)}"
             )
         return branch
@@ -137,7 +149,7 @@ def _pick_branch(session: Session, tree: SessionTree, branch: str | None) -> str
         return "main"
     if len(tree.tips) == 1:
         return next(iter(tree.tips))
-    raise CommandError(
+    raise UsageError(
         f"Session {tree.metadata.id} has {len(tree.tips)} branches ({_names(tree.tips)}): pick one with --branch"
     )
 
@@ -150,7 +162,11 @@ def render_context(messages: list[object], console: Console, *, full: bool) -> N
         view = describe_message(message)
         role = message.get("role", "?") if isinstance(message, dict) else "?"
         console.print(Text(f"[{index}] {role}", style="bold " + KIND_STYLES.get(view.kind, "white")))
-        body = view.body if full or len(view.body) <= CONTEXT_BODY_LIMIT else view.body[:CONTEXT_BODY_LIMIT] + " …"
+        body = (
+            view.body
+            if full or len(view.body) <= CONTEXT_BODY_LIMIT
+            else view.body[:CONTEXT_BODY_LIMIT] + " …"
+        )
         console.print(Text(body), soft_wrap=True)
         console.print()
 
@@ -213,11 +229,17 @@ def show_session(
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="URL_OR_FILE", help="a repository URL or directory, or a session file")
-    parser.add_argument("--session", metavar="ID", help="the session (optional when the repository holds one)")
+    parser.add_argument(
+        "target", metavar="URL_OR_FILE", help="a repository URL or directory, or a session file"
+    )
+    parser.add_argument(
+        "--session", metavar="ID", help="the session (optional when the repository holds one)"
+    )
     parser.add_argument("--cwd", metavar="CWD", help="the working directory, when an id exists in several")
     parser.add_argument("--branch", metavar="B", help="show only this branch's path (or its context)")
-    parser.add_argument("--context", action="store_true", help="print what a model would be sent for the branch")
+    parser.add_argument(
+        "--context", action="store_true", help="print what a model would be sent for the branch"
+    )
     parser.add_argument("--full", action="store_true", help="full ids and unshortened context messages")
     parser.add_argument("--json", action="store_true", help="print the tree (or the context) as JSON")
     add_examples(

@@ -192,8 +192,16 @@ def describe_entry(entry: Entry) -> EntryView:
     if isinstance(entry, CompactionEntry):
         summary = entry.summary if isinstance(entry.summary, str) else ""
         kept = len(entry.retained_tail) if isinstance(entry.retained_tail, list) else 0
-        before = "" if entry.tokens_before is ABSENT else f", {jsjson.format_number(entry.tokens_before)} tokens before"
-        tail = "\n".join(message_text(m) for m in entry.retained_tail) if isinstance(entry.retained_tail, list) else ""
+        before = (
+            ""
+            if entry.tokens_before is ABSENT
+            else f", {jsjson.format_number(entry.tokens_before)} tokens before"
+        )
+        tail = (
+            "\n".join(message_text(m) for m in entry.retained_tail)
+            if isinstance(entry.retained_tail, list)
+            else ""
+        )
         body = summary + (f"\n\nretained tail:\n{tail}" if tail else "")
         return EntryView(kind="compaction", title=f"compaction ({kept} kept{before}): {summary}", body=body)
     if isinstance(entry, BranchSummaryEntry):

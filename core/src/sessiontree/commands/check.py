@@ -1,0 +1,113 @@
+"""``sessiontree check``: validate every session of a repository, a folder or a file (see :mod:`.health`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rich.table import Table
+from rich.text import Text
+
+from ..cli import Command, register_command
+from ..plugins import open_repo
+from ..urls import parse_url
+from .common import UsageError, add_examples, is_url, print_json, repository_url, stdout_console
+from .health import CheckReport, check_path, check_repository
+
+__all__ = ["run_check"]
+
+
+def run_check(target: str | None, *, repair: bool, min_temp_age: float) -> CheckReport:
+    """Check ``target``: a ``jsonl`` URL, a directory or a file is checked file by file; any other URL
+    through its backend; nothing means the default repository."""
+    if target is not None and not is_url(target):
+        if not os.path.exists(target):
+            raise UsageError(f"No such file or directory: {target}")
+        return check_path(target, repair=repair, min_temp_age=min_temp_age)
+    url = repository_url(target)
+    parsed = parse_url(url)
+    if parsed.backend == "jsonl" and parsed.filesystem is None and parsed.path is not None:
+        if not os.path.exists(parsed.path):
+            return CheckReport(checked=0, findings=())
+        return check_path(parsed.path, repair=repair, min_temp_age=min_temp_age)
+    with open_repo(url) as repo:
+        return check_repository(repo)
+
+
+def _print_report(report: CheckReport) -> None:
+    console = stdout_console()
+    if report.findings:
+        table = Table(show_lines=False)
+        table.add_column("file or session", overflow="fold")
+        table.add_column("line", justify="right")
+        table.add_column("problem")
+        table.add_column("message", overflow="fold")
+        for finding in report.findings:
+            style = "yellow" if finding.severity == "warning" else ("green" if finding.repaired else "red")
+            message = finding.message
+            if finding.cause:
+                message += " (cause: " + "; ".join(finding.cause) + ")"
+            if finding.repaired:
+                message += f" [repaired: {finding.repaired}]"
+            table.add_row(
+                Text(finding.path or finding.session or ""),
+                Text("" if finding.line is None else str(finding.line)),
+                Text(finding.kind, style=style),
+                Text(message),
+            )
+        console.print(table)
+    errors = sum(1 for f in report.findings if f.open)
+    warnings = sum(1 for f in report.findings if f.severity == "warning")
+    repaired = sum(1 for f in report.findings if f.repaired)
+    verdict = "all well" if report.ok else f"{errors} problem{'s' if errors != 1 else ''} left"
+    console.print(
+        Text(
+            f"{report.checked} checked: {verdict}; {warnings} warnings; {repaired} repaired",
+            style="bold green" if report.ok else "bold red",
+        )
+    )
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        metavar="URL_OR_PATH",
+        nargs="?",
+        help="a repository URL, a directory of session files (pi's layout or flat) or one session file",
+    )
+    parser.add_argument(
+        "--repair", action="store_true", help="fix what is safe (torn tails, stale staging files)"
+    )
+    parser.add_argument(
+        "--min-temp-age",
+        metavar="SECONDS",
+        type=float,
+        default=600.0,
+        help="with --repair, remove staging files at least this old (default 600)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_examples(
+        parser,
+        "sessiontree check ~/.pi/agent/sessions",
+        "sessiontree check jsonl:///srv/sessions --repair",
+        "sessiontree check broken-session.jsonl --json",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    report = run_check(args.target, repair=args.repair, min_temp_age=args.min_temp_age)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        _print_report(report)
+    return 0 if report.ok else 1
+
+
+register_command(
+    Command(
+        name="check",
+        help="validate sessions (corrupt lines, torn tails, dangling tips and labels, stale temp files, v3 imports)",
+        configure=_configure,
+        run=_run,
+    )
+)

@@ -1,0 +1,155 @@
+"""``sessiontree copy``: move sessions between repositories of any backends (see :mod:`.transfer`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator, Sequence
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from ..cli import Command, register_command
+from ..contracts import SessionRepo
+from ..plugins import open_repo
+from .common import add_examples, print_json, repository_url, stderr_console, stdout_console
+from .transfer import CopyOutcome, ReplayClock, copy_sessions
+
+__all__ = ["open_destination", "run_copy"]
+
+_STYLES = {
+    "copied": "green",
+    "replaced": "yellow",
+    "skipped": "dim",
+    "conflict": "red",
+    "mismatch": "red",
+    "failed": "red",
+}
+
+
+@contextlib.contextmanager
+def open_destination(url: str, clock: ReplayClock) -> Iterator[SessionRepo]:
+    """The destination repository, on ``clock`` when its backend takes one (so commit-based copies keep
+    entry timestamps), else on its own clock."""
+    try:
+        repo = open_repo(url, now=clock)
+    except TypeError:
+        repo = open_repo(url)
+    with repo:
+        yield repo
+
+
+def run_copy(
+    source_url: str,
+    destination_url: str,
+    *,
+    ids: Sequence[str] | None,
+    verify: bool,
+    replace: bool,
+    as_json: bool,
+) -> int:
+    """Copy, print the outcomes (a table, or JSON) and return the exit status (1 unless all went well)."""
+    clock = ReplayClock()
+    with open_repo(source_url) as source, open_destination(destination_url, clock) as destination:
+        total = len(source.list()) if ids is None else len(ids)
+        with _progress(total, enabled=not as_json) as advance:
+            outcomes = copy_sessions(
+                source, destination, ids=ids, verify=verify, replace=replace, clock=clock, progress=advance
+            )
+    if as_json:
+        print_json([outcome.to_json() for outcome in outcomes])
+    else:
+        _print_outcomes(outcomes, source_url, destination_url)
+    return 0 if all(outcome.ok for outcome in outcomes) else 1
+
+
+@contextlib.contextmanager
+def _progress(total: int, *, enabled: bool) -> Iterator[object]:
+    console = stderr_console()
+    if not enabled or total < 2 or not console.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn("copying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=total)
+
+        def advance(outcome: CopyOutcome) -> None:
+            progress.update(task, advance=1, description=outcome.id)
+
+        yield advance
+
+
+def _print_outcomes(outcomes: list[CopyOutcome], source_url: str, destination_url: str) -> None:
+    console = stdout_console()
+    if not outcomes:
+        console.print(f"No sessions to copy in {source_url}")
+        return
+    table = Table(title=f"{source_url} → {destination_url}", title_justify="left")
+    table.add_column("session", overflow="fold")
+    table.add_column("result")
+    table.add_column("details", overflow="fold")
+    for outcome in outcomes:
+        table.add_row(
+            Text(outcome.id), Text(outcome.status, style=_STYLES[outcome.status]), Text(outcome.message)
+        )
+    console.print(table)
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    console.print(", ".join(f"{count} {status}" for status, count in counts.items()))
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source", metavar="SRC_URL", help="the repository to copy from (a URL or a directory)"
+    )
+    parser.add_argument(
+        "destination", metavar="DST_URL", help="the repository to copy into (a URL or a directory)"
+    )
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        action="append",
+        dest="sessions",
+        help="copy only this session (repeatable)",
+    )
+    parser.add_argument(
+        "--verify", action="store_true", help="compare the dumps of every copy with its source"
+    )
+    parser.add_argument(
+        "--replace", action="store_true", help="overwrite sessions that differ at the destination"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object per session")
+    add_examples(
+        parser,
+        "sessiontree copy jsonl:///srv/sessions jsonl:///backup/sessions --verify",
+        "sessiontree copy ~/.pi/agent/sessions jsonl:///srv/sessions --session 0199aaaa-0000-7000-8000-000000000001",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_copy(
+        repository_url(args.source),
+        repository_url(args.destination),
+        ids=args.sessions,
+        verify=args.verify,
+        replace=args.replace,
+        as_json=args.json,
+    )
+
+
+register_command(
+    Command(
+        name="copy",
+        help="copy sessions between repositories keeping ids, seqs, values, lists and usage; resumable",
+        configure=_configure,
+        run=_run,
+    )
+)

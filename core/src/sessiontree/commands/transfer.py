@@ -1,0 +1,571 @@
+"""Copying sessions between repositories of any backends, keeping ids, seqs, timestamps, values, lists
+and usage (what ``sessiontree copy`` and ``sessiontree import-pi`` do).
+
+A copy reads a :class:`SessionSnapshot` of the source, the session's committed writes in seq order:
+
+* a **format-4 JSONL file** gives its whole history, line by line, as it was committed (superseded values,
+  deletes and emptied lists included), so a JSONL copy holds the same lines;
+* a **legacy v3 file** gives what the importer materializes, plus one adjustment usage row holding the
+  imported usage (``details: {"source": "v3-import"}``), as pi's own upgrade to format 4 writes it;
+* **any other storage** gives its current state through the public Storage reads: every entry and usage
+  row, the values of pi's namespaces and of the namespaces its inventory names, the lists its inventory
+  names, and its next seq (an empty commit reports it and writes nothing).
+
+and restores it at the destination:
+
+* into a **JSONL repository** by publishing the session file directly (header kept, one line per source
+  transaction), in pi's layout, atomically and create-only;
+* into **any other repository** through ``create`` and ordinary commits, one per source transaction, with
+  no-op writes filling seq gaps so every write keeps its seq. Entry timestamps are the commit clock's:
+  they are preserved when the destination runs on a :class:`ReplayClock` (``open_repo(url,
+  now=clock)``) and source timestamps never decrease.
+
+A session already at the destination is compared first: identical sessions are skipped (a copy can be
+resumed), different ones are conflicts unless ``replace``. Identity and ``verify`` compare canonical
+dumps (:mod:`sessiontree.dump`) of source and destination over the same inventory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from .. import jsjson
+from ..contracts import Session, SessionRepo, Storage
+from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
+from ..errors import InvalidAddressError, SessionTreeError
+from ..model import ABSENT, JsonValue, SessionMetadata, UsageRow
+from ..queries import EntryScan, ListReadOptions
+from ..values import list_, value
+from ..wire import decode_transaction, usage_row_to_wire
+from ..writes import EntryWrite, ListAppend, UsageWrite, ValueDelete, ValueSet, Write
+from .common import inventory_of, storage_of
+
+__all__ = [
+    "CopyOutcome",
+    "ReplayClock",
+    "SessionSnapshot",
+    "TransferError",
+    "compare_sessions",
+    "copy_session",
+    "copy_sessions",
+    "read_snapshot",
+    "restore_snapshot",
+]
+
+_V3_IMPORT_DETAILS = {"source": "v3-import"}
+_GAP_NAMESPACE = "sessiontree.copy.gap"
+_LIST_PAGE = 10_000
+_MAX_GAP = 100_000
+"""The most no-op writes a commit-based restore spends on one seq gap (a huge header nextSeq)."""
+
+
+class TransferError(SessionTreeError):
+    """A session could not be copied as it is (the message says which session and why)."""
+
+
+class ReplayClock:
+    """A clock a destination repository can be opened with (``now=clock``): it tells the time it was set
+    to, so commits replaying a source transaction get that transaction's timestamp."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.time_ms = start
+
+    def set(self, time_ms: int) -> None:
+        """The time the next commit (or create) will be stamped with."""
+        self.time_ms = time_ms
+
+    def __call__(self) -> int:
+        return self.time_ms
+
+
+@attrs.frozen(kw_only=True)
+class SessionSnapshot:
+    """One session as committed writes, ready to be restored elsewhere."""
+
+    metadata: SessionMetadata
+    header: Mapping[str, JsonValue] | None
+    """The format-4 header object of a JSONL source (for v3: the normalized header), else ``None``."""
+    transactions: tuple[tuple[Write, ...], ...]
+    """Committed writes in seq order, grouped as they were committed where the source tells."""
+    next_seq: int
+    """The seq the source's next write would get."""
+    inventory: DumpInventory
+    """Value namespaces and list addresses the source knows of (beyond pi's own namespaces)."""
+    adjustment: UsageRow | None = None
+    """The usage row added for a legacy v3 source's imported usage (its dump has no such row)."""
+
+    @property
+    def writes(self) -> list[Write]:
+        """Every write, in seq order."""
+        return [write for transaction in self.transactions for write in transaction]
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+
+def _is_legacy_v3(storage: object) -> bool:
+    flag = getattr(storage, "is_legacy_v3", None)
+    return bool(flag()) if callable(flag) else False
+
+
+def _header_fields(storage: object) -> dict[str, JsonValue] | None:
+    header = getattr(storage, "header", None)
+    to_wire = getattr(header, "to_wire", None)
+    return dict(to_wire()) if callable(to_wire) else None
+
+
+def _file_transactions(path: str) -> list[tuple[Write, ...]]:
+    """The committed transactions of a format-4 file: every complete line after the header."""
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    lines.pop()  # the bytes after the last LF: empty, or a torn tail the storage ignores as well
+    transactions: list[tuple[Write, ...]] = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            writes = decode_transaction(line)
+        except SessionTreeError as error:
+            raise TransferError(f"Cannot copy {path}: line {number}: {error}") from error
+        if writes:
+            transactions.append(tuple(writes))
+    return transactions
+
+
+def _next_seq(storage: Storage) -> int:
+    # pi's contract: an empty commit consumes nothing, writes nothing and reports the next seq.
+    return storage.commit(()).first_seq
+
+
+def _current_writes(storage: Storage, inventory: DumpInventory) -> list[Write]:
+    """The current state as committed writes, through the public Storage reads."""
+    writes: list[Write] = [EntryWrite(entry) for entry in storage.scan_entries(EntryScan(order="asc"))]
+    writes.extend(UsageWrite(row) for row in storage.scan_usage())
+    for namespace in sorted(set(KNOWN_VALUE_NAMESPACES) | inventory.value_namespaces):
+        try:
+            prefix = value(namespace, "")
+        except InvalidAddressError:
+            continue
+        for stored in storage.scan_values(prefix):
+            address = stored.address
+            writes.append(
+                ValueSet(namespace=address.namespace, key=address.key, value=stored.value, seq=stored.seq)
+            )
+    for namespace, key in sorted(inventory.list_addresses):
+        try:
+            address = list_(namespace, key)
+        except InvalidAddressError:
+            continue
+        cursor: int | None = None
+        while True:
+            page = storage.read_list(address, ListReadOptions(cursor=cursor, limit=_LIST_PAGE))
+            writes.extend(ListAppend(namespace=namespace, key=key, value=e.value, seq=e.seq) for e in page)
+            if len(page) < _LIST_PAGE:
+                break
+            cursor = page[-1].seq
+    writes.sort(key=_seq_of)
+    return writes
+
+
+def _stable_uuidv7(timestamp_ms: int, seed: str) -> str:
+    """A UUIDv7 stamped ``timestamp_ms`` whose other bits come from ``seed``: the same on every copy."""
+    digest = hashlib.sha256(b"sessiontree/copy/1\x00" + seed.encode("utf-8", "surrogatepass")).digest()
+    data = bytearray(16)
+    data[0:6] = (max(0, timestamp_ms) & ((1 << 48) - 1)).to_bytes(6, "big")
+    data[6] = 0x70 | (digest[0] & 0x0F)
+    data[7] = digest[1]
+    data[8] = 0x80 | (digest[2] & 0x3F)
+    data[9:16] = digest[3:10]
+    text = data.hex()
+    return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+
+
+def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -> SessionSnapshot:
+    """The committed writes of ``session`` (see the module docs for what each kind of source gives).
+
+    ``inventory`` adds value namespaces and list addresses to those the source itself can tell about.
+    """
+    storage = storage_of(session)
+    known = inventory_of(session)
+    if inventory is not None:
+        known = DumpInventory(
+            value_namespaces=known.value_namespaces | inventory.value_namespaces,
+            list_addresses=known.list_addresses | inventory.list_addresses,
+        )
+    header = _header_fields(storage)
+    metadata = session.metadata
+    path = metadata.path
+    if _is_legacy_v3(storage):
+        writes = _current_writes(storage, known)
+        next_seq = int(header["nextSeq"]) if header and "nextSeq" in header else _next_seq(storage)
+        last_timestamp = max((w.entry.timestamp or 0 for w in writes if isinstance(w, EntryWrite)), default=0)
+        adjustment = UsageRow(
+            id=_stable_uuidv7(max(metadata.created_at, last_timestamp), f"v3-import-usage\x00{metadata.id}"),
+            usage=storage.get_stats().usage,
+            adjustment=True,
+            details=dict(_V3_IMPORT_DETAILS),
+            seq=next_seq,
+        )
+        transactions = [(write,) for write in writes] + [(UsageWrite(adjustment),)]
+        if header is not None:
+            header["nextSeq"] = next_seq + 1
+        return SessionSnapshot(
+            metadata=metadata,
+            header=header,
+            transactions=tuple(transactions),
+            next_seq=next_seq + 1,
+            inventory=known,
+            adjustment=adjustment,
+        )
+    if header is not None and isinstance(path, str) and path.endswith(".jsonl") and os.path.isfile(path):
+        history = _file_transactions(path)
+        last = max((_seq_of(t[-1]) for t in history), default=0)
+        header_next = header.get("nextSeq")
+        next_seq = max(last + 1, int(header_next) if isinstance(header_next, (int, float)) else 1)
+        return SessionSnapshot(
+            metadata=metadata, header=header, transactions=tuple(history), next_seq=next_seq, inventory=known
+        )
+    writes = _current_writes(storage, known)
+    return SessionSnapshot(
+        metadata=metadata,
+        header=header,
+        transactions=tuple((write,) for write in writes),
+        next_seq=_next_seq(storage),
+        inventory=known,
+    )
+
+
+def _seq_of(write: Write) -> int:
+    seq = write.seq
+    if seq is None:
+        raise TransferError(f"Write {write!r} has no seq: only committed writes can be copied")
+    return seq
+
+
+# --- restoring -------------------------------------------------------------------------------------
+
+
+def _is_jsonl_repo(repo: object) -> bool:
+    try:
+        from sessiontree_jsonl.repo import JsonlSessionRepo
+    except ImportError:
+        return False
+    return isinstance(repo, JsonlSessionRepo)
+
+
+def _restore_jsonl(repo: Any, snapshot: SessionSnapshot) -> SessionMetadata:
+    """Publish the session file of ``snapshot`` in ``repo``'s directory layout (create-only)."""
+    from sessiontree_jsonl.header import JsonlHeader
+    from sessiontree_jsonl.io import publish_atomically
+    from sessiontree_jsonl.naming import session_file_name
+
+    from ..wire import encode_transaction_bytes
+
+    metadata = snapshot.metadata
+    if snapshot.header is not None:
+        header = JsonlHeader.from_fields(snapshot.header)
+    else:
+        cwd = metadata.cwd or repo.default_cwd or os.getcwd()
+        header = JsonlHeader.new(
+            id=metadata.id,
+            created_at=metadata.created_at,
+            cwd=cwd,
+            parent_session_id=metadata.parent_session_id,
+        )
+    last = max((_seq_of(t[-1]) for t in snapshot.transactions), default=0)
+    if snapshot.next_seq > last + 1 and (header.next_seq or 0) < snapshot.next_seq:
+        header = header.with_next_seq(snapshot.next_seq)
+    directory = repo.session_directory(header.cwd)
+    path = repo.fs.join(directory, session_file_name(header.created_at, header.id))
+    repo.fs.mkdirs(directory)
+
+    def lines() -> Iterable[bytes]:
+        yield header.encode()
+        for transaction in snapshot.transactions:
+            yield encode_transaction_bytes(transaction) + b"\n"
+
+    publish_atomically(repo.fs, path, lines(), durability=repo.durability, replace=False)
+    return header.metadata(path=path, modified_at=repo.fs.stat(path).mtime_ms)
+
+
+def _gap_key(snapshot: SessionSnapshot) -> str:
+    used = {
+        w.key
+        for w in snapshot.writes
+        if isinstance(w, (ValueSet, ValueDelete)) and w.namespace == _GAP_NAMESPACE
+    }
+    key = "gap"
+    while key in used:
+        key += "_"
+    return key
+
+
+def _entry_timestamp(transaction: Sequence[Write]) -> int | None:
+    stamps = {w.entry.timestamp for w in transaction if isinstance(w, EntryWrite)}
+    if len(stamps) > 1:
+        return None
+    return next(iter(stamps), None)  # type: ignore[arg-type]
+
+
+def _commits(snapshot: SessionSnapshot) -> list[tuple[Write, ...]]:
+    """The commits that rebuild ``snapshot`` from seq 1: its transactions (split where their entries
+    disagree on the timestamp), with one no-op delete per seq the source skipped."""
+    gap = ValueDelete(namespace=_GAP_NAMESPACE, key=_gap_key(snapshot))
+
+    def filler(count: int) -> list[Write]:
+        if count > _MAX_GAP:
+            raise TransferError(
+                f"Session {snapshot.metadata.id} skips {count} seqs; a commit-based destination would need "
+                f"{count} no-op writes to keep the seqs (copy it into a JSONL repository instead)"
+            )
+        return [gap] * count
+
+    commits: list[tuple[Write, ...]] = []
+    expected = 1
+    for transaction in snapshot.transactions:
+        first = _seq_of(transaction[0])
+        if first < expected:
+            raise TransferError(f"Session {snapshot.metadata.id}: seq {first} is out of order")
+        if first > expected:
+            commits.append(tuple(filler(first - expected)))
+        pieces: list[list[Write]] = [[]]
+        previous_seq = first - 1
+        for write in transaction:
+            seq = _seq_of(write)
+            if seq != previous_seq + 1:
+                pieces.append(filler(seq - previous_seq - 1))
+                pieces.append([])
+            pieces[-1].append(write)
+            previous_seq = seq
+        for piece in pieces:
+            if not piece:
+                continue
+            if _entry_timestamp(piece) is None and any(isinstance(w, EntryWrite) for w in piece):
+                commits.extend((write,) for write in piece)
+            else:
+                commits.append(tuple(piece))
+        expected = previous_seq + 1
+    if snapshot.next_seq > expected:
+        commits.append(tuple(filler(snapshot.next_seq - expected)))
+    return commits
+
+
+def _restore_by_commits(
+    repo: SessionRepo, snapshot: SessionSnapshot, clock: ReplayClock | None
+) -> SessionMetadata:
+    metadata = snapshot.metadata
+    options: dict[str, Any] = {"id": metadata.id, "parent_session_id": metadata.parent_session_id}
+    cwd = metadata.cwd or (snapshot.header or {}).get("cwd")
+    if isinstance(cwd, str):
+        options["cwd"] = cwd
+    if clock is not None:
+        clock.set(metadata.created_at)
+    commits = _commits(snapshot)
+    stamps = [stamp for stamp in map(_entry_timestamp, commits) if stamp is not None]
+    with repo.create(**options) as session:
+        created = session.metadata
+        if clock is not None:
+            # Commits without entries show no timestamp, but they must not move the storage's clock past
+            # the next entry's (storages never stamp a commit earlier than the one before).
+            clock.set(stamps[0] if stamps else metadata.created_at)
+        storage = storage_of(session)
+        start = storage.commit(()).first_seq
+        if start != 1:
+            raise TransferError(f"Session {metadata.id} at the destination starts at seq {start}, not 1")
+        for commit in commits:
+            stamp = _entry_timestamp(commit)
+            if clock is not None and stamp is not None:
+                clock.set(stamp)
+            result = session.mutate(lambda mutation, writes=commit: mutation.commit(writes))
+            seqs = [_seq_of(w) for w in commit if w.seq is not None]
+            if seqs and list(result.seqs) != seqs:
+                raise TransferError(
+                    f"Session {metadata.id}: the destination assigned seqs {list(result.seqs)}, expected {seqs}"
+                )
+    return created
+
+
+def restore_snapshot(
+    repo: SessionRepo, snapshot: SessionSnapshot, *, clock: ReplayClock | None = None
+) -> SessionMetadata:
+    """Write ``snapshot`` into ``repo`` as a new session and return its metadata."""
+    if _is_jsonl_repo(repo):
+        return _restore_jsonl(repo, snapshot)
+    return _restore_by_commits(repo, snapshot, clock)
+
+
+# --- comparing -------------------------------------------------------------------------------------
+
+_COMPARED = ("entries", "values", "lists", "usage", "stats", "branches")
+
+
+def _dump(session: Session, inventory: DumpInventory) -> dict[str, JsonValue]:
+    return _as_json(dump_session(storage_of(session), inventory=inventory, header={}, legacy_v3=False))
+
+
+def _as_json(data: Any) -> Any:
+    # What a file holds: NaN and infinities (v3 usage sums) become null, -0 becomes 0.
+    return jsjson.loads(jsjson.dumps(data))
+
+
+def _union(*inventories: DumpInventory) -> DumpInventory:
+    return DumpInventory(
+        value_namespaces=frozenset().union(*(i.value_namespaces for i in inventories)),
+        list_addresses=frozenset().union(*(i.list_addresses for i in inventories)),
+    )
+
+
+def compare_sessions(source: Session, snapshot: SessionSnapshot, destination: Session) -> str | None:
+    """``None`` when ``destination`` holds what ``source`` holds (same identity, entries, values, lists,
+    usage, stats and branches over both inventories), else what differs first."""
+    for field in ("id", "created_at", "parent_session_id"):
+        wanted, found = getattr(source.metadata, field), getattr(destination.metadata, field)
+        if wanted != found:
+            return f"{field} is {found!r}, expected {wanted!r}"
+    if source.metadata.cwd is not None and destination.metadata.cwd not in (None, source.metadata.cwd):
+        return f"cwd is {destination.metadata.cwd!r}, expected {source.metadata.cwd!r}"
+    inventory = _union(snapshot.inventory, inventory_of(destination))
+    expected = _dump(source, inventory)
+    if snapshot.adjustment is not None:
+        expected["usage"] = [*expected["usage"], _as_json(usage_row_to_wire(snapshot.adjustment))]  # type: ignore[misc]
+    found_dump = _dump(destination, inventory)
+    for key in _COMPARED:
+        if expected[key] != found_dump[key]:
+            return f"{key} differ" + _first_difference(expected[key], found_dump[key])
+    return None
+
+
+def _first_difference(expected: Any, found: Any) -> str:
+    if isinstance(expected, list) and isinstance(found, list):
+        if len(expected) != len(found):
+            return f" ({len(found)} instead of {len(expected)})"
+        for index, (a, b) in enumerate(zip(expected, found)):
+            if a != b:
+                return f" (first at index {index})"
+    if isinstance(expected, dict) and isinstance(found, dict):
+        for key in sorted(set(expected) | set(found)):
+            if expected.get(key, ABSENT) != found.get(key, ABSENT):
+                return f" (first at {key!r})"
+    return ""
+
+
+# --- copying ---------------------------------------------------------------------------------------
+
+CopyStatus = Literal["copied", "skipped", "replaced", "conflict", "mismatch", "failed"]
+
+
+@attrs.frozen(kw_only=True)
+class CopyOutcome:
+    """What happened to one session. ``ok`` is false for conflicts, verify mismatches and failures."""
+
+    id: str
+    status: CopyStatus
+    message: str = ""
+    destination: str | None = None
+    """The destination session's path, when it has one."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("copied", "skipped", "replaced")
+
+    def to_json(self) -> dict[str, JsonValue]:
+        row: dict[str, JsonValue] = {"id": self.id, "status": self.status}
+        if self.message:
+            row["message"] = self.message
+        if self.destination is not None:
+            row["destination"] = self.destination
+        return row
+
+
+def _existing(repo: SessionRepo, metadata: SessionMetadata) -> SessionMetadata | None:
+    for candidate in repo.list():
+        if candidate.id == metadata.id and (metadata.cwd is None or candidate.cwd in (None, metadata.cwd)):
+            return candidate
+    return None
+
+
+def copy_session(
+    source: Session,
+    destination: SessionRepo,
+    *,
+    verify: bool = False,
+    replace: bool = False,
+    clock: ReplayClock | None = None,
+    inventory: DumpInventory | None = None,
+) -> CopyOutcome:
+    """Copy one open ``source`` session into ``destination`` (see the module docs)."""
+    snapshot = read_snapshot(source, inventory=inventory)
+    session_id = snapshot.metadata.id
+    existing = _existing(destination, snapshot.metadata)
+    status: CopyStatus = "copied"
+    if existing is not None:
+        with destination.open(existing) as present:
+            difference = compare_sessions(source, snapshot, present)
+        if difference is None:
+            return CopyOutcome(
+                id=session_id, status="skipped", message="identical", destination=existing.path
+            )
+        if not replace:
+            return CopyOutcome(
+                id=session_id,
+                status="conflict",
+                message=f"exists at the destination with other content ({difference}); pass --replace to overwrite it",
+                destination=existing.path,
+            )
+        destination.delete(existing)
+        status = "replaced"
+    created = restore_snapshot(destination, snapshot, clock=clock)
+    if verify:
+        located = _existing(destination, created) or created
+        with destination.open(located) as copied:
+            difference = compare_sessions(source, snapshot, copied)
+        if difference is not None:
+            return CopyOutcome(id=session_id, status="mismatch", message=difference, destination=created.path)
+    return CopyOutcome(
+        id=session_id, status=status, message="verified" if verify else "", destination=created.path
+    )
+
+
+def copy_sessions(
+    source: SessionRepo,
+    destination: SessionRepo,
+    *,
+    ids: Sequence[str] | None = None,
+    verify: bool = False,
+    replace: bool = False,
+    clock: ReplayClock | None = None,
+    progress: Callable[[CopyOutcome], None] | None = None,
+) -> list[CopyOutcome]:
+    """Copy the sessions of ``source`` (all, or those of ``ids``) into ``destination``, one by one; a
+    session that fails is reported and the others still go. Unknown ``ids`` raise :class:`TransferError`."""
+    listed = source.list()
+    if ids is not None:
+        known = {m.id for m in listed}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise TransferError(f"No session {', '.join(missing)} in the source repository")
+        wanted = set(ids)
+        listed = [m for m in listed if m.id in wanted]
+    outcomes: list[CopyOutcome] = []
+    for metadata in listed:
+        try:
+            with source.open(metadata) as session:
+                outcome = copy_session(session, destination, verify=verify, replace=replace, clock=clock)
+        except (SessionTreeError, OSError, ValueError) as error:
+            outcome = CopyOutcome(id=metadata.id, status="failed", message=_message(error))
+        outcomes.append(outcome)
+        if progress is not None:
+            progress(outcome)
+    return outcomes
+
+
+def _message(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    cause = error.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" (cause: {cause})"
+    return text
