@@ -45,6 +45,14 @@ KIND_STYLES = {
 }
 
 
+def _count(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _money(amount: object) -> str:
+    return f"{amount:.4f}" if isinstance(amount, (int, float)) and amount == amount else str(amount)
+
+
 def _header(tree: SessionTree) -> Text:
     metadata = tree.metadata
     usage = tree.stats.usage
@@ -54,11 +62,11 @@ def _header(tree: SessionTree) -> Text:
         text.append(f"  ({metadata.id})", style="dim")
     details = [
         f"created {iso_time(metadata.created_at)}",
-        f"{len(tree.entries)} entries",
-        f"{len(tree.tips)} branches",
-        f"{tree.stats.message_count} messages",
+        _count(len(tree.entries), "entry", "entries"),
+        _count(len(tree.tips), "branch", "branches"),
+        _count(tree.stats.message_count, "message", "messages"),
         f"{jsjson.format_number(usage.total_tokens)} tokens",
-        f"cost {jsjson.format_number(usage.cost.total)}",
+        f"cost {_money(usage.cost.total)}",
     ]
     if metadata.cwd:
         details.insert(0, f"cwd {metadata.cwd}")
