@@ -60,6 +60,9 @@ __all__ = [
 _V3_IMPORT_DETAILS = {"source": "v3-import"}
 _GAP_NAMESPACE = "sessiontree.copy.gap"
 _LIST_PAGE = 10_000
+_INCOMPLETE_NOTE = (
+    "the source backend cannot list its value namespaces and lists: only pi's namespaces were copied"
+)
 _MAX_GAP = 100_000
 """The most no-op writes a commit-based restore spends on one seq gap (a huge header nextSeq)."""
 
@@ -98,6 +101,9 @@ class SessionSnapshot:
     """Value namespaces and list addresses the source knows of (beyond pi's own namespaces)."""
     adjustment: UsageRow | None = None
     """The usage row added for a legacy v3 source's imported usage (its dump has no such row)."""
+    complete: bool = True
+    """False when the source could not tell which value namespaces and lists it holds (a storage with
+    neither a file nor an inventory): then only pi's namespaces and the given inventory were read."""
 
     @property
     def writes(self) -> list[Write]:
@@ -236,6 +242,7 @@ def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -
         transactions=tuple((write,) for write in writes),
         next_seq=_next_seq(storage),
         inventory=known,
+        complete=inventory is not None or callable(getattr(storage, "dump_inventory", None)),
     )
 
 
@@ -525,9 +532,10 @@ def copy_session(
             difference = compare_sessions(source, snapshot, copied)
         if difference is not None:
             return CopyOutcome(id=session_id, status="mismatch", message=difference, destination=created.path)
-    return CopyOutcome(
-        id=session_id, status=status, message="verified" if verify else "", destination=created.path
-    )
+    notes = ["verified"] if verify else []
+    if not snapshot.complete:
+        notes.append(_INCOMPLETE_NOTE)
+    return CopyOutcome(id=session_id, status=status, message="; ".join(notes), destination=created.path)
 
 
 def copy_sessions(
