@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
-ORACLE = Path("/work/shared/oracle/oracle.sh")
+FIXTURES = pi_fixtures()
+ORACLE = pi_oracle()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"pi fixtures not found at {FIXTURES}")

@@ -23,6 +23,7 @@ from sessiontree.model import (
     UnknownEntry,
 )
 from sessiontree.wire import entry_from_wire
+from sessiontree_conformance.golden import pi_fixtures
 
 _seq = itertools.count(1)
 
@@ -298,7 +299,7 @@ def test_projectors_do_not_see_custom_entries_before_the_last_compaction() -> No
 
 # --- golden: the context pi built for every branch of every fixture dump --------------------------
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 
 
 def _dumps_with_contexts() -> list[Path]:

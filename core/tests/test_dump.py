@@ -25,8 +25,9 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.values import list_, value
 from sessiontree.wire import decode_transaction
 from sessiontree_memory.storage import MemoryStorage
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 V4_FILES = sorted((FIXTURES / "v4").glob("*.jsonl"))
 JSON_FILES = sorted(FIXTURES.rglob("*.json"))
 

@@ -1,7 +1,7 @@
 """Golden files written by the real pi 0.87.1: the wire codec reproduces every line byte for byte.
 
 The fixture corpus lives outside the repository; set ``SESSIONTREE_PI_FIXTURES`` to its ``pi-0.87.1`` folder
-(default: ``/work/shared/fixtures/pi-0.87.1``). Without it these tests are skipped.
+(default: ``shared/fixtures/pi-0.87.1`` beside the checkout, see ``sessiontree_conformance.golden``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 from sessiontree import jsjson, wire
 from sessiontree.errors import StorageFormatError
 from sessiontree.writes import EntryWrite, UsageWrite
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path(os.environ.get("SESSIONTREE_PI_FIXTURES", "/work/shared/fixtures/pi-0.87.1"))
+FIXTURES = pi_fixtures()
 pytestmark = pytest.mark.skipif(
     not (FIXTURES / "MANIFEST.md").is_file(),
     reason=f"pi fixture corpus not found at {FIXTURES} (set SESSIONTREE_PI_FIXTURES)",

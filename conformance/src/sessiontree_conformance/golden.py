@@ -41,8 +41,10 @@ def pi_fixtures() -> Path:
 
 
 @cache
-def pi_oracle() -> Path | None:
-    """``oracle.sh`` of the pi oracle, or ``None`` when it is not laid beside the checkout."""
+def pi_oracle() -> Path:
+    """``oracle.sh`` of the pi oracle. When it is not laid beside the checkout, the path where it was
+    expected (which does not exist: callers check ``is_file()`` and skip)."""
     override = os.environ.get("SESSIONTREE_PI_ORACLE")
-    found = Path(override) if override else _search(_ORACLE_RELATIVE)
-    return found if found is not None and found.is_file() else None
+    if override:
+        return Path(override)
+    return _search(_ORACLE_RELATIVE) or Path.cwd().resolve().parent / _ORACLE_RELATIVE

@@ -14,8 +14,9 @@ from sessiontree.errors import ForkError, SessionExistsError, StorageFormatError
 from sessiontree.fs import LocalFileSystem
 from sessiontree_jsonl.fork import fork_session_file
 from sessiontree_jsonl.legacy_v3 import LegacyV3Source
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 REPO = FIXTURES / "v4" / "repo" / "--home-dev-demo--"
 SOURCE = REPO / "2026-07-26T21-06-41-000Z_repo-src.jsonl"
 

@@ -11,8 +11,9 @@ import pytest
 from sessiontree.dump import dump_session, format_dump, jsonl_inventory, normalize_dump
 from sessiontree.fs import LocalFileSystem
 from sessiontree_jsonl.storage import JsonlStorage
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 
 
 def _sessions() -> list[Path]:

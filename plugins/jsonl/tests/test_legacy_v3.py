@@ -13,6 +13,7 @@ import pytest
 from sessiontree import jsjson
 from sessiontree.fs import LocalFileSystem
 from sessiontree_jsonl.legacy_ids import legacy_uuidv7
+from sessiontree_conformance.golden import pi_fixtures
 from sessiontree_jsonl.legacy_v3 import (
     CONTEXT_EDIT_CUSTOM_TYPE,
     USAGE_CUSTOM_TYPE,
@@ -23,7 +24,7 @@ from sessiontree_jsonl.legacy_v3 import (
     parse_legacy_v3_header,
 )
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 V3_FILES = sorted(p for p in (FIXTURES / "v3").glob("*.jsonl") if ".upgraded." not in p.name)
 ACCEPTED_V3 = sorted((FIXTURES / "accepted").glob("v3-*.jsonl"))
 ERRORS_V3 = sorted((FIXTURES / "errors").glob("v3-*.jsonl"))

@@ -16,8 +16,9 @@ from sessiontree.dump import dump_session, format_dump, jsonl_inventory, normali
 from sessiontree.fs import LocalFileSystem
 from sessiontree.session import StorageBackedSession
 from sessiontree_jsonl.storage import JsonlStorage
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 V3_FILES = sorted(p for p in (FIXTURES / "v3").glob("*.jsonl") if ".upgraded." not in p.name)
 UUIDV7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 

@@ -32,8 +32,9 @@ from sessiontree_jsonl.naming import (
     session_file_name,
 )
 from sessiontree_jsonl.repo import JsonlSessionRepo
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 CFG = {"model": {"provider": "anthropic", "modelId": "m"}, "thinkingLevel": "off", "activeToolNames": []}
 IDLE = {"currentOperationId": None, "lastOperationId": None, "inbox": []}
 
