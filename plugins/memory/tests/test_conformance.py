@@ -6,7 +6,13 @@ import pytest
 
 from sessiontree.contracts import Backend
 from sessiontree.plugins import get_registry
-from sessiontree_conformance import ConformanceFixtures, RepoStreamingForkSuite, SessionRepoSuite, StorageSuite
+from sessiontree_conformance import (
+    ConformanceFixtures,
+    RepoExtraSuite,
+    RepoStreamingForkSuite,
+    SessionRepoSuite,
+    StorageSuite,
+)
 
 
 class MemoryFixtures(ConformanceFixtures):
@@ -18,4 +24,4 @@ class MemoryFixtures(ConformanceFixtures):
 class TestMemoryStorage(MemoryFixtures, StorageSuite): ...
 
 
-class TestMemoryRepo(MemoryFixtures, SessionRepoSuite, RepoStreamingForkSuite): ...
+class TestMemoryRepo(MemoryFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite): ...
