@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
@@ -48,6 +49,7 @@ from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete,
 __all__ = ["EntryNode", "PreparedCommit", "SessionState", "js_string", "MAX_SAFE_INTEGER"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
+T = TypeVar("T")
 TIP_NAMESPACE = "pi.branch.tip"
 
 
@@ -153,17 +155,49 @@ class PreparedCommit:
     timestamp: int
 
 
+_REPLACERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
+
+
+def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
+    """``attrs.evolve(instance, **dict(zip(changed, values)))`` for one attrs class, as a generated
+    function ``replace(instance, *values)``.
+
+    ``attrs.evolve`` inspects the class's fields on every call, which was a third of the cost of
+    assigning seqs in a commit; this builds the keyword call once per class.
+    """
+    replace = _REPLACERS.get((cls, changed))
+    if replace is None:
+        replace = _REPLACERS[(cls, changed)] = _build_replacer(cls, changed)
+    return replace
+
+
+def _build_replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
+    fields = [field for field in attrs.fields(cls) if field.init]
+    unknown = set(changed) - {field.name for field in fields}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
+    arguments = ", ".join(
+        f"{field.alias}={field.name if field.name in changed else 'instance.' + field.name}"
+        for field in fields
+    )
+    source = f"def replace(instance, {', '.join(changed)}):\n    return cls({arguments})\n"
+    namespace: dict[str, Any] = {"cls": cls}
+    exec(compile(source, f"<sessiontree replace {cls.__qualname__}>", "exec"), namespace)
+    return namespace["replace"]  # type: ignore[no-any-return]
+
+
 def _with_seq(write: Write, seq: int, timestamp: int) -> Write:
     if isinstance(write, EntryWrite):
-        if not attrs.has(type(write.entry)):
-            raise StorageValidationError(f"Entry write does not hold an entry: {write.entry!r}")
-        return EntryWrite(attrs.evolve(write.entry, seq=seq, timestamp=timestamp))
+        entry = write.entry
+        if not attrs.has(type(entry)):
+            raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
+        return EntryWrite(_replacer(type(entry), ("seq", "timestamp"))(entry, seq, timestamp))
     if isinstance(write, UsageWrite):
         if not isinstance(write.row, UsageRow):
             raise StorageValidationError(f"Usage write does not hold a usage row: {write.row!r}")
-        return UsageWrite(attrs.evolve(write.row, seq=seq))
+        return UsageWrite(_replacer(UsageRow, ("seq",))(write.row, seq))
     if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-        return attrs.evolve(write, seq=seq)
+        return _replacer(type(write), ("seq",))(write, seq)  # type: ignore[no-any-return]
     raise StorageValidationError(f"Unsupported write: {write!r}")
 
 
@@ -175,11 +209,20 @@ class SessionState:
         self._nodes: dict[str, EntryNode] = {}
         self._node_list: list[EntryNode] = []
         self._node_seqs: list[int] = []
+        # Parallel to _node_list. _run_starts[i] is where the run of consecutive nodes containing node i
+        # begins (each node of a run is the child of the one before it), so a path to the root is a few
+        # list slices instead of one dict lookup per entry. _held[i] is node i's held entry, or None
+        # when it is loaded on demand (_lazy_nodes counts those).
+        self._run_starts: list[int] = []
+        self._held: list[Entry | None] = []
+        self._lazy_nodes = 0
         self._usage: dict[str, UsageRow] = {}
         self._usage_list: list[UsageRow] = []
         self._values: dict[str, dict[str, StoredValue]] = {}
         self._lists: dict[tuple[str, str], list[ListElement]] = {}
-        self._stats = SessionStats(message_count=0, usage=empty_usage())
+        self._message_count = 0
+        self._usage_total = empty_usage()
+        self._stats: SessionStats | None = None  # built on demand from the two counters above
 
     # --- commits -------------------------------------------------------------------------------
 
@@ -246,25 +289,40 @@ class SessionState:
             else:
                 self._apply_non_entry(write)
             self.next_seq = write.seq + 1  # type: ignore[operator]
-        return self._stats
+        return self.get_stats()
 
     def add_entry_node(self, node: EntryNode) -> None:
         """Store one validated entry node (used by replays that build lazy nodes)."""
+        self._append_node(node)
+        self.next_seq = node.seq + 1  # type: ignore[operator]
+
+    def _append_node(self, node: EntryNode) -> None:
+        node_list = self._node_list
+        position = len(node_list)
+        run_starts = self._run_starts
+        if position and node.parent_id is not None and node_list[-1].id == node.parent_id:
+            run_starts.append(run_starts[-1])
+        else:
+            run_starts.append(position)
+        # Duck-typed nodes (e.g. a backend's lazy node class) never hold their entry.
+        held = node._entry if type(node) is EntryNode else None
+        self._held.append(held)
+        if held is None:
+            self._lazy_nodes += 1
         self._nodes[node.id] = node  # type: ignore[index]
-        self._node_list.append(node)
+        node_list.append(node)
         self._node_seqs.append(node.seq)  # type: ignore[arg-type]
         if node.type == "message":
-            self._stats = SessionStats(message_count=self._stats.message_count + 1, usage=self._stats.usage)
-        self.next_seq = node.seq + 1  # type: ignore[operator]
+            self._message_count += 1
+            self._stats = None
 
     def _apply_non_entry(self, write: Write) -> None:
         if isinstance(write, UsageWrite):
             row = write.row
             self._usage[row.id] = row
             self._usage_list.append(row)
-            self._stats = SessionStats(
-                message_count=self._stats.message_count, usage=add_usage(self._stats.usage, row.usage)
-            )
+            self._usage_total = add_usage(self._usage_total, row.usage)
+            self._stats = None
         elif isinstance(write, ValueSet):
             self._values.setdefault(write.namespace, {})[write.key] = StoredValue(
                 address=Address(write.namespace, write.key, "value"), value=write.value, seq=write.seq  # type: ignore[arg-type]
@@ -334,15 +392,24 @@ class SessionState:
         return elements[max(0, end - limit) : end][::-1]
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
+        start = self._branch_start(query)
+        if self._lazy_nodes == 0 and _is_plain_walk(query):
+            return self._plain_walk(start, query, self._held)  # type: ignore[arg-type]
         return [node.entry for node in self._scan_branch_nodes(query)]
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         return [node.structure() for node in self._scan_branch_nodes(query)]
 
-    def _scan_branch_nodes(self, query: BranchScan) -> list[EntryNode]:
+    def _branch_start(self, query: BranchScan) -> EntryNode:
         start = self._nodes.get(query.start)
         if start is None:
             raise StorageValidationError(f"Unknown branch start: {js_string(query.start)}")
+        return start
+
+    def _scan_branch_nodes(self, query: BranchScan) -> list[EntryNode]:
+        start = self._branch_start(query)
+        if _is_plain_walk(query):
+            return self._plain_walk(start, query, self._node_list)
         limit = _slice_limit(query.limit)
         if limit == 0:
             # pi still walks (and would report corruption); our paths cannot be corrupt.
@@ -370,6 +437,39 @@ class SessionState:
                 break
         return result
 
+    def _plain_walk(self, start: EntryNode, query: BranchScan, items: list[T]) -> list[T]:
+        """The path from ``start`` to the root in ``query.order``, cut at ``query.limit``, as the items
+        parallel to ``_node_list`` (nodes or held entries), for a query without stops, filters or cursor.
+        """
+        limit = _slice_limit(query.limit)
+        if limit == 0:
+            return []
+        newest_first = query.order != "oldest_first"
+        wanted = limit if newest_first else None
+        nodes, node_list, seqs, run_starts = self._nodes, self._node_list, self._node_seqs, self._run_starts
+        path: list[T] = []
+        node = start
+        while True:
+            position = bisect.bisect_left(seqs, node.seq)  # type: ignore[type-var]
+            first = run_starts[position]
+            segment = items[first : position + 1]
+            segment.reverse()
+            path += segment
+            if wanted is not None and len(path) >= wanted:
+                del path[wanted:]
+                return path
+            parent = node_list[first].parent_id
+            if parent is None:
+                break
+            node = nodes.get(parent)  # type: ignore[assignment]
+            if node is None:
+                raise StorageValidationError("Corrupt branch: missing parent")
+        if not newest_first:
+            path.reverse()
+            if limit is not None:
+                del path[limit:]
+        return path
+
     def _iter_to_root(self, node: EntryNode) -> Iterator[EntryNode]:
         nodes = self._nodes
         current: EntryNode | None = node
@@ -386,24 +486,22 @@ class SessionState:
         return list(self._iter_to_root(node))
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        query = query or EntryScan()
+        if self._lazy_nodes == 0 and query.type is None and query.custom_type is None:
+            return self._seq_window(query, self._held)  # type: ignore[arg-type]
         return [node.entry for node in self.scan_entry_nodes(query)]
 
     def scan_entry_nodes(self, query: EntryScan | None = None) -> list[EntryNode]:
         query = query or EntryScan()
+        want_type, want_custom = query.type, query.custom_type
+        if want_type is None and want_custom is None:
+            return self._seq_window(query, self._node_list)
         limit = _slice_limit(query.limit)
         if limit == 0:
             return []
-        seqs = self._node_seqs
-        lo = 0 if query.from_seq is None else bisect.bisect_left(seqs, query.from_seq)
-        hi = len(seqs) if query.to_seq is None else bisect.bisect_right(seqs, query.to_seq)
-        if lo >= hi:
-            return []
+        lo, hi = self._seq_bounds(query)
         indices = range(hi - 1, lo - 1, -1) if query.order == "desc" else range(lo, hi)
         nodes = self._node_list
-        want_type, want_custom = query.type, query.custom_type
-        if want_type is None and want_custom is None:
-            picked = indices if limit is None else indices[:limit]
-            return [nodes[i] for i in picked]
         result: list[EntryNode] = []
         for i in indices:
             node = nodes[i]
@@ -414,6 +512,23 @@ class SessionState:
                 if limit is not None and len(result) >= limit:
                     break
         return result
+
+    def _seq_bounds(self, query: EntryScan) -> tuple[int, int]:
+        """Positions ``[lo, hi)`` of the nodes within the query's inclusive seq range."""
+        seqs = self._node_seqs
+        lo = 0 if query.from_seq is None else bisect.bisect_left(seqs, query.from_seq)
+        hi = len(seqs) if query.to_seq is None else bisect.bisect_right(seqs, query.to_seq)
+        return lo, max(lo, hi)
+
+    def _seq_window(self, query: EntryScan, items: list[T]) -> list[T]:
+        """The items parallel to ``_node_list`` in the query's seq range, order and limit (no filters)."""
+        limit = _slice_limit(query.limit)
+        lo, hi = self._seq_bounds(query)
+        if query.order == "desc":
+            window = items[lo:hi] if limit is None else items[max(lo, hi - limit) : hi]
+            window.reverse()
+            return window
+        return items[lo:hi] if limit is None else items[lo : min(hi, lo + limit)]
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         query = query or UsageScan()
@@ -429,7 +544,10 @@ class SessionState:
         return rows if limit is None else rows[:limit]
 
     def get_stats(self) -> SessionStats:
-        return self._stats
+        stats = self._stats
+        if stats is None:
+            stats = self._stats = SessionStats(message_count=self._message_count, usage=self._usage_total)
+        return stats
 
     # --- whole-state views ---------------------------------------------------------------------
 
@@ -518,11 +636,18 @@ class SessionState:
         return destination
 
     def _add_copied_node(self, node: EntryNode) -> None:
-        self._nodes[node.id] = node  # type: ignore[index]
-        self._node_list.append(node)
-        self._node_seqs.append(node.seq)  # type: ignore[arg-type]
-        if node.type == "message":
-            self._stats = SessionStats(message_count=self._stats.message_count + 1, usage=self._stats.usage)
+        self._append_node(node)
+
+
+def _is_plain_walk(query: BranchScan) -> bool:
+    """A branch scan without stops, filters or cursor: the whole path, only ordered and limited."""
+    return (
+        query.stop_at_id is None
+        and query.stop_at_type is None
+        and query.type is None
+        and query.custom_type is None
+        and query.cursor is None
+    )
 
 
 def _element_seq(element: ListElement) -> int:
