@@ -26,7 +26,6 @@ class CommitQueue:
         self._next_ticket = 0
         self._serving = 0
         self._status = "open"
-        self._closed = threading.Event()
         self.state_lock = threading.Lock()
 
     @property
@@ -70,11 +69,16 @@ class CommitQueue:
                 while self._serving != last_ticket:
                     self._cond.wait()
         if not first:
-            self._closed.wait()
+            # Waiting on the condition (not an Event) keeps an idle queue to few objects, which matters
+            # for the cycle collector when a repository holds thousands of closed sessions.
+            with self._cond:
+                while self._status != "closed":
+                    self._cond.wait()
             return
         try:
             if finalize is not None:
                 finalize()
         finally:
-            self._status = "closed"
-            self._closed.set()
+            with self._cond:
+                self._status = "closed"
+                self._cond.notify_all()

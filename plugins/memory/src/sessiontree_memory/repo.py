@@ -32,10 +32,21 @@ __all__ = ["MemorySessionRepo"]
 
 @attrs.define
 class _Record:
+    """One stored session. ``session`` exists only while a handle is open: a closed session keeps just
+    its storage, so a large catalog of closed sessions holds few objects (fewer for the cycle collector
+    to traverse on every full collection, which kept ``create`` from staying flat in the catalog size).
+    """
+
     metadata: SessionMetadata
     storage: MemoryStorage
-    session: StorageBackedSession
+    session: StorageBackedSession | None
     open: bool = True
+
+    def close_for_good(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        else:
+            self.storage.close()
 
 
 class MemorySessionRepo:
@@ -44,6 +55,7 @@ class MemorySessionRepo:
     def __init__(self, *, now: Callable[[], int] | None = None) -> None:
         self._now = now or wall_clock_ms
         self._records: dict[str, _Record] = {}
+        self._catalog: dict[str, SessionMetadata] = {}  # what list() returns, in creation order
         self._pending: set[str] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -69,11 +81,19 @@ class MemorySessionRepo:
             raise SessionNotFoundError(f"Unknown session: {session_id}")
         return record
 
+    def _mark_closed(self, record: _Record) -> None:
+        # Under the lock, so a concurrent open() either still sees the session open or gets its own.
+        with self._lock:
+            record.session = None
+            record.open = False
+
     def _publish(self, metadata: SessionMetadata, storage: MemoryStorage) -> MemorySessionHandle:
-        record = _Record(metadata, storage, StorageBackedSession(metadata, storage))
+        session = StorageBackedSession(metadata, storage)
+        record = _Record(metadata, storage, session)
         with self._lock:
             self._records[metadata.id] = record
-        return MemorySessionHandle(record.session, on_closed=lambda: _mark_closed(record))
+            self._catalog[metadata.id] = metadata
+        return MemorySessionHandle(session, on_closed=lambda: self._mark_closed(record))
 
     def create(
         self, *, id: str | None = None, parent_session_id: str | None = None, cwd: str | None = None
@@ -101,13 +121,14 @@ class MemorySessionRepo:
             if record.open:
                 raise SessionOpenError(f"Session is already open: {metadata.id}")
             record.open = True
-        return MemorySessionHandle(record.session, on_closed=lambda: _mark_closed(record))
+            session = record.session = StorageBackedSession(record.metadata, record.storage)
+        return MemorySessionHandle(session, on_closed=lambda: self._mark_closed(record))
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
         """Every session's metadata in creation order, open or closed."""
         self._assert_open()
         with self._lock:
-            return [record.metadata for record in self._records.values()]
+            return list(self._catalog.values())
 
     def delete(self, metadata: SessionMetadata) -> None:
         """Delete a closed session (its storage is closed and dropped)."""
@@ -119,7 +140,8 @@ class MemorySessionRepo:
             if record.open:
                 raise SessionOpenError(f"Session is open: {metadata.id}")
             del self._records[metadata.id]
-        record.session.close()
+            del self._catalog[metadata.id]
+        record.close_for_good()
 
     def fork(self, source: SessionMetadata, options: ForkOptions) -> MemorySessionHandle:
         """Fork ``source`` (open or closed) into a new open session."""
@@ -145,14 +167,10 @@ class MemorySessionRepo:
             self._closed = True
             records = list(self._records.values())
         for record in records:
-            record.session.close()
+            record.close_for_good()
 
     def __enter__(self) -> MemorySessionRepo:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _mark_closed(record: _Record) -> None:
-    record.open = False
