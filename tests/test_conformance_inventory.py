@@ -144,7 +144,9 @@ def test_every_test_runs_in_sync_and_async_mode(pytester: pytest.Pytester) -> No
     assert set(modes) == {"sync", "async"} and modes["sync"] == modes["async"]
 
 
-def test_storage_suite_has_pi_s_21_cases_by_name_and_group(collected: dict[str, list[pytest.Function]]) -> None:
+def test_storage_suite_has_pi_s_21_cases_by_name_and_group(
+    collected: dict[str, list[pytest.Function]],
+) -> None:
     expected = {snake_case(name): group for group, names in PI_STORAGE_CASES.items() for name in names}
     assert len(expected) == 21
     pi_items = [item for item in collected["TestStorage"] if item.originalname in expected]
@@ -153,10 +155,14 @@ def test_storage_suite_has_pi_s_21_cases_by_name_and_group(collected: dict[str, 
         assert _defining_class(item) is PI_STORAGE_GROUPS[expected[item.originalname]], item.originalname
 
 
-def test_repo_suite_has_pi_s_17_default_cases_by_name_and_group(collected: dict[str, list[pytest.Function]]) -> None:
+def test_repo_suite_has_pi_s_17_default_cases_by_name_and_group(
+    collected: dict[str, list[pytest.Function]],
+) -> None:
     expected = {snake_case(name): group for group, names in PI_REPO_CASES.items() for name in names}
     assert len(expected) == 17
-    assert _names(collected["TestRepo"]) == Counter(list(expected)), "SessionRepoSuite is exactly pi's 17 cases"
+    assert _names(collected["TestRepo"]) == Counter(list(expected)), (
+        "SessionRepoSuite is exactly pi's 17 cases"
+    )
     for item in collected["TestRepo"]:
         assert _defining_class(item) is PI_REPO_GROUPS[expected[item.originalname]], item.originalname
 
@@ -178,10 +184,14 @@ def test_every_pi_case_quotes_its_pi_name(collected: dict[str, list[pytest.Funct
     items = [item for items in collected.values() for item in items if item.originalname in by_test]
     for item in items:
         docstring = item.function.__doc__ or ""
-        assert f'"{by_test[item.originalname]}"' in docstring, f"{item.originalname} does not quote its pi name"
+        assert f'"{by_test[item.originalname]}"' in docstring, (
+            f"{item.originalname} does not quote its pi name"
+        )
 
 
-def test_storage_extras_are_counted_apart_and_are_not_pi_names(collected: dict[str, list[pytest.Function]]) -> None:
+def test_storage_extras_are_counted_apart_and_are_not_pi_names(
+    collected: dict[str, list[pytest.Function]],
+) -> None:
     from sessiontree_conformance import StorageExtraSuite, StorageStateMachineSuite
 
     pi_tests = {snake_case(name) for names in PI_STORAGE_CASES.values() for name in names}

@@ -107,7 +107,9 @@ def test_clean_backend_passes_every_storage_and_repo_test(pytester: pytest.Pytes
         ),
     ],
 )
-def test_storage_suite_fails_a_broken_storage(pytester: pytest.Pytester, backend: str, must_fail: set[str]) -> None:
+def test_storage_suite_fails_a_broken_storage(
+    pytester: pytest.Pytester, backend: str, must_fail: set[str]
+) -> None:
     _write_suite(pytester, backend, STORAGE_SUITE)
     failed = _failed(_outcomes(pytester))
     assert must_fail <= failed, f"expected to fail but did not: {sorted(must_fail - failed)}"
@@ -134,14 +136,19 @@ PARENTS = "test_resolves_parents_only_from_prior_entries_and_earlier_writes"
 
 def test_known_divergence_of_a_real_failure_is_a_strict_xfail(pytester: pytest.Pytester) -> None:
     _write_suite(
-        pytester, "no_parent_check", STORAGE_SUITE, f'    known_divergences = {{"{PARENTS}": "parents unchecked"}}'
+        pytester,
+        "no_parent_check",
+        STORAGE_SUITE,
+        f'    known_divergences = {{"{PARENTS}": "parents unchecked"}}',
     )
     outcomes = _outcomes(pytester, "-k", PARENTS)
     assert outcomes[PARENTS] <= {"xfailed", "skipped"} and "xfailed" in outcomes[PARENTS]
 
 
 def test_known_divergence_that_passes_fails_as_xpass_strict(pytester: pytest.Pytester) -> None:
-    _write_suite(pytester, "clean", STORAGE_SUITE, f'    known_divergences = {{"{PARENTS}": "fixed meanwhile"}}')
+    _write_suite(
+        pytester, "clean", STORAGE_SUITE, f'    known_divergences = {{"{PARENTS}": "fixed meanwhile"}}'
+    )
     result = pytester.runpytest("-p", "no:cacheprovider", "-k", PARENTS, "-rX")
     result.stdout.fnmatch_lines(["*XPASS(strict)*known divergence: fixed meanwhile*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -3,7 +3,9 @@
 A backend's whole conformance file::
 
     import pytest
-    from sessiontree_conformance import ConformanceFixtures, RepoStreamingForkSuite, SessionRepoSuite, StorageSuite
+    from sessiontree_conformance import (
+        ConformanceFixtures, RepoStreamingForkSuite, SessionRepoSuite, StorageSuite,
+    )
 
     class MyFixtures(ConformanceFixtures):
         @pytest.fixture

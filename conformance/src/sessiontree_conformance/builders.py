@@ -139,7 +139,7 @@ def usage(
     cache_write_1h: float | Absent = ABSENT,
     reasoning: float | Absent = ABSENT,
 ) -> Usage:
-    """pi's ``usage(input, output, {cacheWrite1h?, reasoning?})``; the cost fields are IEEE float quotients."""
+    """pi's ``usage(input, output, {cacheWrite1h?, reasoning?})``; costs are IEEE float quotients."""
     return Usage(
         input=i,
         output=o,

@@ -44,7 +44,7 @@ class BaseConformanceFixtures:
     known_divergences: ClassVar[dict[str, str]] = {}
 
     harness: Harness
-    capabilities: Capabilities
+    claimed: Capabilities
 
     @pytest.fixture
     def capabilities(self, backend: Backend) -> Capabilities:
@@ -75,7 +75,7 @@ class BaseConformanceFixtures:
     @pytest.fixture(autouse=True)
     def _bind_conformance_harness(self, api: Harness, capabilities: Capabilities) -> None:
         self.harness = api
-        self.capabilities = capabilities
+        self.claimed = capabilities
 
     @pytest.fixture
     def storage(self, backend: Backend, api: Harness) -> Iterator[Any]:
@@ -105,8 +105,10 @@ class BaseConformanceFixtures:
     def require(self, capability: str) -> None:
         """Skip the running test unless the backend claims ``capability`` (e.g. ``"supports_reopen"``)."""
         if capability not in attrs.fields_dict(Capabilities):
-            raise AttributeError(f"unknown capability {capability!r} (see sessiontree.contracts.Capabilities)")
-        if not getattr(self.capabilities, capability):
+            raise AttributeError(
+                f"unknown capability {capability!r} (see sessiontree.contracts.Capabilities)"
+            )
+        if not getattr(self.claimed, capability):
             pytest.skip(f"backend does not claim {capability}")
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
@@ -123,7 +125,9 @@ class BaseConformanceFixtures:
         try:
             return future.result(OPERATION_TIMEOUT)
         except concurrent.futures.TimeoutError:
-            raise AssertionError(f"a submitted operation did not settle within {OPERATION_TIMEOUT} s") from None
+            raise AssertionError(
+                f"a submitted operation did not settle within {OPERATION_TIMEOUT} s"
+            ) from None
 
 
 class ConformanceFixtures(BaseConformanceFixtures):

@@ -73,7 +73,9 @@ def _is_aio_object(value: object) -> bool:
     return module == "sessiontree.aio" or module.startswith("sessiontree.aio.")
 
 
-def _thread_submit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> concurrent.futures.Future[Any]:
+def _thread_submit(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> concurrent.futures.Future[Any]:
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
     started = threading.Event()
 
@@ -194,7 +196,9 @@ class AsyncHarness(Harness):
         async def build() -> Any:
             return aio_wrap(obj)
 
-        return BlockingProxy(self._loop.call(build(), f"sessiontree.aio.wrap({type(obj).__name__})"), self._loop)
+        return BlockingProxy(
+            self._loop.call(build(), f"sessiontree.aio.wrap({type(obj).__name__})"), self._loop
+        )
 
     def wrap_storage(self, storage: Any) -> Any:
         return self.wrap(storage)

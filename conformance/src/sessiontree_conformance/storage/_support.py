@@ -14,7 +14,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 def assert_strictly_increasing(values: Sequence[int]) -> None:
     """pi's ``assertStrictlyIncreasing``."""
-    for before, after in zip(values, values[1:]):
+    for before, after in zip(values, values[1:], strict=False):
         assert before < after, f"expected {list(values)} to be strictly increasing"
 
 

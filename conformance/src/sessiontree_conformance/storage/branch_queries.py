@@ -17,7 +17,8 @@ __all__ = ["StorageBranchQueriesSuite"]
 
 
 def commit_chain(storage: Storage) -> CommitResult:
-    """root(msg) → marker(custom marker) → middle(msg) → compact(compaction) → note(custom note) → leaf(msg)."""
+    """pi's chain: root(msg) → marker(custom marker) → middle(msg) → compact(compaction) →
+    note(custom note) → leaf(msg)."""
     return storage.commit(
         [
             insert_entry(user_entry("root")),
@@ -31,16 +32,16 @@ def commit_chain(storage: Storage) -> CommitResult:
 
 
 class StorageBranchQueriesSuite(BaseConformanceFixtures):
-    """Root-path scans: order, then stop, then filters, then cursor, then limit (pi group ``branch queries``)."""
+    """Root-path scans: order, stop, filters, cursor, then limit (pi group ``branch queries``)."""
 
     def test_applies_stops_before_filters_and_cursors_before_limits(self, storage: Storage) -> None:
         """pi: "applies stops before filters and cursors before limits"."""
         result = commit_chain(storage)
         scan = storage.scan_branch
         assert ids(scan(BranchScan(start="leaf", stop_at_type="compaction", type="message"))) == ["leaf"]
-        assert ids(scan(BranchScan(start="leaf", order="oldest_first", stop_at_id="middle", type="custom"))) == [
-            "marker"
-        ]
+        assert ids(
+            scan(BranchScan(start="leaf", order="oldest_first", stop_at_id="middle", type="custom"))
+        ) == ["marker"]
         assert ids(scan(BranchScan(start="leaf", order="newest_first", cursor=result.seqs[4], limit=2))) == [
             "compact",
             "middle",
@@ -56,10 +57,14 @@ class StorageBranchQueriesSuite(BaseConformanceFixtures):
 
     def test_returns_branch_structure_without_payload_fields(self, storage: Storage) -> None:
         """pi: "returns branch structure without payload fields"."""
-        result = storage.commit([insert_entry(user_entry("root")), insert_entry(custom_entry("child", "root", "note"))])
+        result = storage.commit(
+            [insert_entry(user_entry("root")), insert_entry(custom_entry("child", "root", "note"))]
+        )
         structure = storage.scan_branch_structure(BranchScan(start="child", order="oldest_first"))
         assert structure == [
-            EntryStructure(id="root", parent_id=None, seq=result.seqs[0], timestamp=result.timestamp, type="message"),
+            EntryStructure(
+                id="root", parent_id=None, seq=result.seqs[0], timestamp=result.timestamp, type="message"
+            ),
             EntryStructure(
                 id="child",
                 parent_id="root",
@@ -69,7 +74,9 @@ class StorageBranchQueriesSuite(BaseConformanceFixtures):
                 custom_type="note",
             ),
         ]
-        assert all(type(record) is EntryStructure for record in structure), "structure scans carry no payloads"
+        assert all(type(record) is EntryStructure for record in structure), (
+            "structure scans carry no payloads"
+        )
         assert structure[0].custom_type is ABSENT, "an entry without a custom type must not gain the key"
 
     def test_applies_branch_query_semantics_to_structure_scans(self, storage: Storage) -> None:

@@ -38,9 +38,13 @@ class StorageEntryQueriesSuite(BaseConformanceFixtures):
         )
         stored = found["without-data"]
         assert isinstance(stored, CustomEntry)
-        assert stored.data is ABSENT, "an entry committed without data must not gain a data key (not even null)"
+        assert stored.data is ABSENT, (
+            "an entry committed without data must not gain a data key (not even null)"
+        )
 
-    def test_scans_global_entries_with_explicit_ranges_filters_orders_and_limits(self, storage: Storage) -> None:
+    def test_scans_global_entries_with_explicit_ranges_filters_orders_and_limits(
+        self, storage: Storage
+    ) -> None:
         """pi: "scans global entries with explicit ranges, filters, orders, and limits"."""
         result = storage.commit(
             [

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -82,8 +81,10 @@ class StorageExtraSuite(BaseConformanceFixtures):
         assert ids(storage.scan_entries(ALL_ENTRIES)) == ["root"]
 
     @pytest.mark.parametrize("defect", sorted(_RAW_ADDRESS_DEFECTS))
-    def test_raw_write_with_invalid_address_rejects_the_whole_commit(self, storage: Storage, defect: str) -> None:
-        """A raw value/list write with an empty namespace or NUL fails validation; nothing applies (§3.4 hole)."""
+    def test_raw_write_with_invalid_address_rejects_the_whole_commit(
+        self, storage: Storage, defect: str
+    ) -> None:
+        """A raw value/list write with an empty namespace or NUL rejects the commit whole (§3.4 hole)."""
         storage.commit([insert_entry(user_entry("root")), set_value(value_address("kept"), "original")])
         entries_before = storage.scan_entries(ALL_ENTRIES)
         stats_before = storage.get_stats()
@@ -108,21 +109,38 @@ class StorageExtraSuite(BaseConformanceFixtures):
         assert probe.first_seq == next_seq, "the failed commit must not consume seqs"
 
     def test_branch_and_usage_limits_truncate_like_js_slice(self, storage: Storage) -> None:
-        """``scan_branch``/``scan_usage`` limits: fractions truncate, ≤ 0 and NaN give ``[]``, inf gives all (A9)."""
+        """``scan_branch``/``scan_usage`` limits: fractions truncate, ≤ 0 and NaN give none, inf all (A9)."""
         _chain(storage, 3)
         storage.commit([insert_usage(usage_row(f"u{i}", usage(i, i))) for i in range(3)])
-        expectations: list[tuple[float, int]] = [(1.7, 1), (2, 2), (0, 0), (-1, 0), (math.nan, 0), (math.inf, 3)]
+        expectations: list[tuple[float, int]] = [
+            (1.7, 1),
+            (2, 2),
+            (0, 0),
+            (-1, 0),
+            (math.nan, 0),
+            (math.inf, 3),
+        ]
         for limit, count in expectations:
-            assert ids(storage.scan_branch(BranchScan(start="e2", limit=limit))) == ["e2", "e1", "e0"][:count], limit
-            assert ids(storage.scan_branch_structure(BranchScan(start="e2", limit=limit))) == ["e2", "e1", "e0"][
-                :count
-            ], limit
+            assert (
+                ids(storage.scan_branch(BranchScan(start="e2", limit=limit))) == ["e2", "e1", "e0"][:count]
+            ), limit
+            assert (
+                ids(storage.scan_branch_structure(BranchScan(start="e2", limit=limit)))
+                == ["e2", "e1", "e0"][:count]
+            ), limit
             assert ids(storage.scan_usage(UsageScan(limit=limit))) == ["u0", "u1", "u2"][:count], limit
 
     def test_entry_scan_limit_truncates_and_nan_gives_nothing(self, storage: Storage) -> None:
         """``scan_entries`` caps at ``max(0, trunc(limit))``; NaN yields ``[]`` (A9)."""
         _chain(storage, 3)
-        expectations: list[tuple[float, int]] = [(2.9, 2), (1, 1), (0, 0), (-5, 0), (math.nan, 0), (math.inf, 3)]
+        expectations: list[tuple[float, int]] = [
+            (2.9, 2),
+            (1, 1),
+            (0, 0),
+            (-5, 0),
+            (math.nan, 0),
+            (math.inf, 3),
+        ]
         for limit, count in expectations:
             assert ids(storage.scan_entries(EntryScan(limit=limit))) == ["e0", "e1", "e2"][:count], limit
 
@@ -135,7 +153,7 @@ class StorageExtraSuite(BaseConformanceFixtures):
             storage.read_list(list_address("absent"), ListReadOptions(limit=limit))
 
     def test_unknown_order_strings_fall_back_like_pi(self, storage: Storage) -> None:
-        """Unknown ``order`` strings: branch scans newest first, entry/usage scans ascending, lists desc (A10)."""
+        """Unknown ``order``: branch scans newest first, entry/usage scans ascending, lists desc (A10)."""
         _chain(storage, 3)
         storage.commit(
             [
@@ -149,12 +167,15 @@ class StorageExtraSuite(BaseConformanceFixtures):
         assert ids(storage.scan_branch(BranchScan(start="e2", order=sideways))) == ["e2", "e1", "e0"]
         assert ids(storage.scan_entries(EntryScan(order=sideways))) == ["e0", "e1", "e2"]
         assert ids(storage.scan_usage(UsageScan(order=sideways))) == ["u0", "u1"]
-        assert [e.value for e in storage.read_list(list_address("l"), ListReadOptions(order=sideways))] == ["b", "a"]
+        assert [e.value for e in storage.read_list(list_address("l"), ListReadOptions(order=sideways))] == [
+            "b",
+            "a",
+        ]
 
     def test_concurrent_commits_each_land_exactly_once_with_strictly_increasing_seqs(
         self, storage: Storage
     ) -> None:
-        """Eight threads committing at once: every commit lands once, seqs never repeat and grow per thread."""
+        """Eight threads committing at once: each commit lands once; seqs never repeat, grow per thread."""
         barrier = threading.Barrier(RACE_THREADS, timeout=OPERATION_TIMEOUT)
         results: dict[int, list[CommitResult]] = {}
         errors: list[BaseException] = []
@@ -168,7 +189,10 @@ class StorageExtraSuite(BaseConformanceFixtures):
                     parent = f"t{thread}-{n - 1}" if n else None
                     mine.append(
                         storage.commit(
-                            [insert_entry(user_entry(entry_id, parent)), set_value(value_address(entry_id), n)]
+                            [
+                                insert_entry(user_entry(entry_id, parent)),
+                                set_value(value_address(entry_id), n),
+                            ]
                         )
                     )
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
@@ -192,7 +216,9 @@ class StorageExtraSuite(BaseConformanceFixtures):
         total = RACE_THREADS * RACE_COMMITS_PER_THREAD
         assert len(all_seqs) == 2 * total and len(set(all_seqs)) == 2 * total, "a seq was used twice"
         entries = storage.scan_entries(ALL_ENTRIES)
-        assert sorted(ids(entries)) == sorted(f"t{t}-{n}" for t in range(RACE_THREADS) for n in range(RACE_COMMITS_PER_THREAD))
+        assert sorted(ids(entries)) == sorted(
+            f"t{t}-{n}" for t in range(RACE_THREADS) for n in range(RACE_COMMITS_PER_THREAD)
+        )
         assert_strictly_increasing([entry.seq for entry in entries if entry.seq is not None])
         expected_entry_seqs = sorted(result.seqs[0] for mine in results.values() for result in mine)
         assert [entry.seq for entry in entries] == expected_entry_seqs
@@ -204,24 +230,24 @@ class StorageExtraSuite(BaseConformanceFixtures):
         violations: list[str] = []
         reads = 0
 
-        def check(name: str, ok: bool, detail: Callable[[], object]) -> None:
+        def check(name: str, ok: bool, observed: object) -> None:
             if not ok:
-                violations.append(f"{name}: {detail()}")
+                violations.append(f"{name} saw part of a commit: {observed!r}")
 
         def reader() -> None:
             nonlocal reads
             try:
                 while not done.is_set() and not violations:
                     stats = storage.get_stats()
-                    check("get_stats", stats.message_count == 2 * stats.usage.input, lambda: stats)
+                    check("get_stats", stats.message_count == 2 * stats.usage.input, stats)
                     entry_ids = ids(storage.scan_entries(ALL_ENTRIES))
-                    check("scan_entries", entry_ids == _entry_ids(len(entry_ids) // 2), lambda: entry_ids)
+                    check("scan_entries", entry_ids == _entry_ids(len(entry_ids) // 2), entry_ids)
                     usage_ids = ids(storage.scan_usage(ALL_USAGE))
-                    check("scan_usage", usage_ids == [f"u{i}" for i in range(len(usage_ids))], lambda: usage_ids)
+                    check("scan_usage", usage_ids == [f"u{i}" for i in range(len(usage_ids))], usage_ids)
                     values = storage.scan_values(value_prefix("pair/"))
-                    check("scan_values", _values_agree(values), lambda: values)
+                    check("scan_values", _values_agree(values), values)
                     elements = storage.read_list(list_address("pairs"), ListReadOptions(limit=10_000))
-                    check("read_list", len(elements) % 2 == 0, lambda: len(elements))
+                    check("read_list", len(elements) % 2 == 0, len(elements))
                     reads += 1
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
                 violations.append(f"reader raised {exc!r}")

@@ -40,12 +40,17 @@ class StorageListsSuite(BaseConformanceFixtures):
         assert storage.read_list(address, ListReadOptions(limit=2)) == [a, b]
         assert storage.read_list(address, ListReadOptions(cursor=result.seqs[0], limit=2)) == [b, c]
         assert storage.read_list(address, ListReadOptions(order="desc", limit=2)) == [c, b]
-        assert storage.read_list(address, ListReadOptions(order="desc", cursor=result.seqs[3], limit=2)) == [b, a]
+        assert storage.read_list(address, ListReadOptions(order="desc", cursor=result.seqs[3], limit=2)) == [
+            b,
+            a,
+        ]
         with pytest.raises(InvalidQueryError):
             storage.read_list(address, ListReadOptions(limit=0))
         with pytest.raises(InvalidQueryError):
             storage.read_list(address, ListReadOptions(limit=sys.float_info.max))  # Number.MAX_VALUE
-        storage.commit([delete_list(address), delete_list(list_address("absent")), append_list(address, "new")])
+        storage.commit(
+            [delete_list(address), delete_list(list_address("absent")), append_list(address, "new")]
+        )
         assert [element.value for element in storage.read_list(address)] == ["new"]
 
     def test_clamps_one_read_page_without_limiting_list_growth(self, storage: Storage) -> None:
@@ -74,7 +79,11 @@ class StorageListsSuite(BaseConformanceFixtures):
         assert storage.read_list(address) == kept
         with pytest.raises(StorageValidationError):
             storage.commit(
-                [append_list(address, "transient"), delete_value(TEST_SESSION_NAME), insert_entry(user_entry("mixed"))]
+                [
+                    append_list(address, "transient"),
+                    delete_value(TEST_SESSION_NAME),
+                    insert_entry(user_entry("mixed")),
+                ]
             )
         assert storage.read_list(address) == kept
         name = storage.get_value(TEST_SESSION_NAME)

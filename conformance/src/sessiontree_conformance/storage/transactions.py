@@ -9,7 +9,7 @@ from sessiontree.errors import StorageValidationError
 from sessiontree.model import ABSENT, StoredValue, UsageRow
 from sessiontree.queries import BranchScan
 from sessiontree.values import branch_tip, entry_label, pending_entry
-from sessiontree.writes import delete_value, insert_entry, insert_usage, set_value
+from sessiontree.writes import Write, delete_value, insert_entry, insert_usage, set_value
 
 from ..builders import (
     TEST_SESSION_NAME,
@@ -69,7 +69,10 @@ class StorageTransactionsSuite(BaseConformanceFixtures):
     def test_rolls_back_every_store_when_a_mixed_transaction_fails(self, storage: Storage) -> None:
         """pi: "rolls back every store when a mixed transaction fails"."""
         storage.commit(
-            [insert_entry(user_entry("root")), insert_usage(usage_row("taken", usage(1, 1), adjustment=False))]
+            [
+                insert_entry(user_entry("root")),
+                insert_usage(usage_row("taken", usage(1, 1), adjustment=False)),
+            ]
         )
         entries_before = storage.scan_entries(ALL_ENTRIES)
         usage_before = storage.scan_usage(ALL_USAGE)
@@ -88,7 +91,9 @@ class StorageTransactionsSuite(BaseConformanceFixtures):
         assert storage.get_stats() == stats_before
         assert storage.get_value(TEST_SESSION_NAME) is None
 
-    def test_preserves_overwritten_and_deleted_values_when_a_transaction_fails(self, storage: Storage) -> None:
+    def test_preserves_overwritten_and_deleted_values_when_a_transaction_fails(
+        self, storage: Storage
+    ) -> None:
         """pi: "preserves overwritten and deleted values when a transaction fails"."""
         storage.commit(
             [
@@ -125,7 +130,7 @@ class StorageTransactionsSuite(BaseConformanceFixtures):
             storage.commit([insert_usage(usage_row("existing-entry", usage(2, 2), adjustment=False))])
         with pytest.raises(StorageValidationError):
             storage.commit([insert_entry(custom_entry("existing-usage", None))])
-        same_commit_duplicates = {
+        same_commit_duplicates: dict[str, list[Write]] = {
             "entry-then-usage": [
                 insert_entry(custom_entry("entry-then-usage", None)),
                 insert_usage(usage_row("entry-then-usage", usage(3, 3), adjustment=False)),
@@ -181,7 +186,11 @@ class StorageTransactionsSuite(BaseConformanceFixtures):
         tip = storage.get_value(branch_tip("main"))
         assert tip is not None and tip.value is None
         placement = storage.commit(
-            [insert_entry(entry), delete_value(pending_entry(entry.id)), set_value(branch_tip("main"), entry.id)]
+            [
+                insert_entry(entry),
+                delete_value(pending_entry(entry.id)),
+                set_value(branch_tip("main"), entry.id),
+            ]
         )
         assert_entries(
             storage.get_entries([entry.id]), [committed(entry, placement.seqs[0], placement.timestamp)]

@@ -6,7 +6,15 @@ from sessiontree.contracts import Storage
 from sessiontree.model import StoredValue
 from sessiontree.writes import append_list, delete_list, delete_value, insert_entry, insert_usage, set_value
 
-from ..builders import TEST_SESSION_NAME, list_address, usage, usage_row, user_entry, value_address, value_prefix
+from ..builders import (
+    TEST_SESSION_NAME,
+    list_address,
+    usage,
+    usage_row,
+    user_entry,
+    value_address,
+    value_prefix,
+)
 from ..fixtures import BaseConformanceFixtures
 from ._support import ALL_ENTRIES, ALL_USAGE
 
@@ -47,7 +55,9 @@ class StorageValuesSuite(BaseConformanceFixtures):
         ]
         assert storage.get_value(value_address("absent")) is None
 
-    def test_applies_same_transaction_value_and_list_operations_in_write_order(self, storage: Storage) -> None:
+    def test_applies_same_transaction_value_and_list_operations_in_write_order(
+        self, storage: Storage
+    ) -> None:
         """pi: "applies same-transaction value and list operations in write order"."""
         kept_value = value_address("write-order/kept")
         deleted_value = value_address("write-order/deleted")
@@ -67,7 +77,9 @@ class StorageValuesSuite(BaseConformanceFixtures):
             ]
         )
         assert storage.get_value(deleted_value) is None
-        assert storage.get_value(kept_value) == StoredValue(address=kept_value, value="kept", seq=result.seqs[3])
+        assert storage.get_value(kept_value) == StoredValue(
+            address=kept_value, value="kept", seq=result.seqs[3]
+        )
         assert [(e.seq, e.value) for e in storage.read_list(kept_list)] == [(result.seqs[6], "kept")]
         assert storage.read_list(deleted_list) == []
 
@@ -82,7 +94,9 @@ class StorageValuesSuite(BaseConformanceFixtures):
         entries_before = storage.scan_entries(ALL_ENTRIES)
         usage_before = storage.scan_usage(ALL_USAGE)
         stats_before = storage.get_stats()
-        result = storage.commit([set_value(TEST_SESSION_NAME, "first"), set_value(TEST_SESSION_NAME, "second")])
+        result = storage.commit(
+            [set_value(TEST_SESSION_NAME, "first"), set_value(TEST_SESSION_NAME, "second")]
+        )
         assert storage.scan_entries(ALL_ENTRIES) == entries_before
         assert storage.scan_usage(ALL_USAGE) == usage_before
         assert storage.get_stats() == stats_before
