@@ -95,6 +95,11 @@ def test_clean_backend_passes_every_storage_and_repo_test(pytester: pytest.Pytes
             id="applies-half-a-failing-commit",
         ),
         pytest.param(
+            "piecemeal_commit",
+            {"test_reads_never_observe_half_a_commit"},
+            id="applies-commits-piecemeal",
+        ),
+        pytest.param(
             "wrong_scan_order",
             {
                 "test_resolves_parents_only_from_prior_entries_and_earlier_writes",

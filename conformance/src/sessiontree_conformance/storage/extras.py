@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree.contracts import Storage
+from sessiontree.contracts import Backend, Storage
 from sessiontree.errors import InvalidAddressError, InvalidQueryError
 from sessiontree.model import CommitResult, SessionStats, StoredValue
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
@@ -67,6 +67,22 @@ def _chain(storage: Storage, length: int) -> CommitResult:
 
 class StorageExtraSuite(BaseConformanceFixtures):
     """Storage guarantees beyond pi's 21 cases."""
+
+    def test_open_storage_gives_a_fresh_empty_storage_each_time(self, backend: Backend) -> None:
+        """Every ``backend.open_storage()`` is empty and independent (pi's factory contract, §8.1)."""
+        first, second = backend.open_storage(), backend.open_storage()
+        try:
+            assert isinstance(backend.name, str) and backend.name
+            first.commit([insert_entry(user_entry("root")), set_value(TEST_SESSION_NAME, "first")])
+            assert second.scan_entries(ALL_ENTRIES) == []
+            assert second.get_value(TEST_SESSION_NAME) is None
+            assert second.get_stats() == SessionStats(message_count=0, usage=zero_usage())
+            second.commit([set_value(TEST_SESSION_NAME, "second")])
+            kept = first.get_value(TEST_SESSION_NAME)
+            assert kept is not None and kept.value == "first"
+        finally:
+            first.close()
+            second.close()
 
     def test_empty_commit_consumes_no_seq_and_changes_nothing(self, storage: Storage) -> None:
         """An empty commit on an open storage is legal, uses no seq and changes nothing (pi-core A7)."""
