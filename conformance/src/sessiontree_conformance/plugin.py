@@ -1,6 +1,8 @@
 """pytest11 plugin of the conformance suite (entry point ``sessiontree``).
 
-* ``known_divergences`` on a test class becomes a strict ``xfail`` on exactly those items of that class;
+* ``known_divergences`` on a test class becomes a strict ``xfail`` on exactly those items of that class
+  (and of classes inheriting from it; sibling classes sharing the same suite mixins are unaffected). A
+  name that is no test of the class is a usage error;
 * ``--sessiontree-hypothesis-examples N`` sets how many examples the storage state machine runs.
 """
 
