@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n auto -q
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/sessiontree demo
 
 clean:
 	rm -rf $(VENV)
