@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sessiontree import jsjson, wire
 from sessiontree.errors import UnsupportedOperationError
 from sessiontree.fs import LocalFileSystem

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from sessiontree.values import branch_tip
 from sessiontree_jsonl import JsonlHeader, JsonlStorage
 

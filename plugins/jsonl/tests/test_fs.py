@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem, TextLine
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sessiontree import jsjson
 from sessiontree.errors import (
     SessionExistsError,

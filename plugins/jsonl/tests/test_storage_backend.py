@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from sessiontree.contracts import Backend
 from sessiontree.errors import PluginError
 from sessiontree.plugins import get_registry

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+
 from sessiontree import jsjson
 from sessiontree.wire import decode_transaction
 from sessiontree.writes import EntryWrite, UsageWrite, Write

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import attrs
 import msgspec
+
 from sessiontree import jsjson
 from sessiontree.errors import StorageFormatError
 from sessiontree.fs import FileHandle, FileSystem

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
 from sessiontree import jsjson
 from sessiontree.errors import StorageFormatError
 from sessiontree.model import JsonValue, SessionMetadata
@@ -23,6 +24,7 @@ __all__ = [
     "JSONL_STORAGE_VERSION",
     "HeaderError",
     "JsonlHeader",
+    "LegacyV3Header",
     "parse_session_header",
 ]
 

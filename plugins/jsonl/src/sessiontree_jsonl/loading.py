@@ -13,6 +13,7 @@ import datetime as _dt
 from collections.abc import Hashable
 
 import attrs
+
 from sessiontree.engine import SessionState
 from sessiontree.errors import StorageFormatError
 from sessiontree.fs import UTF8_BOM, FileHandle
@@ -148,8 +149,7 @@ def _replay_range(generation: Generation, handle: FileHandle, start: int, end: i
             if cut < 0:
                 pending = data
                 continue
-            complete = data if cut == len(data) - 1 else data[: cut + 1]
-            replayer.feed(complete, pending_at)
+            replayer.feed(data, pending_at, cut + 1)
             pending_at += cut + 1
             pending = data[cut + 1 :]
             generation.known_end = pending_at

@@ -23,14 +23,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
+
 from sessiontree import jsjson
 from sessiontree.engine import EntryNode, SessionState
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
-from sessiontree.model import ABSENT, Entry, Usage
+from sessiontree.model import ABSENT, Entry, EntryStructure, Usage
 from sessiontree.wire import committed_write_from_wire, decode_transaction
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
@@ -48,12 +49,63 @@ def line_error(path: str, line: int) -> StorageFormatError:
     return StorageFormatError(f"Invalid JSONL storage {path}: line {line}", path=path, line=line)
 
 
-class LazyEntryNode(EntryNode):
-    """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``."""
+# Keys no JSONL line carries (U+2063 INVISIBLE SEPARATOR): fields of a node that are not read from JSON.
+# A line that did carry one is overwritten right after decoding, so it cannot change a node.
+_NOT_FROM_JSON = "\u2063sessiontree."
 
-    __slots__ = ("offset", "length")
-    offset: int
-    length: int
+
+class LazyEntryNode(
+    msgspec.Struct,
+    gc=False,
+    tag_field="kind",
+    tag="entry",
+    rename={
+        "parent_id": "parentId",
+        "custom_type": "customType",
+        "offset": _NOT_FROM_JSON + "offset",
+        "length": _NOT_FROM_JSON + "length",
+        "loader": _NOT_FROM_JSON + "loader",
+    },
+):
+    """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``.
+
+    It offers what :class:`~sessiontree.engine.EntryNode` offers (the structural fields, ``entry`` and
+    ``structure()``) and is decoded straight from a line's JSON by msgspec: no per-entry Python object
+    is built besides it, and it is not tracked by the cycle collector (it holds no containers).
+    """
+
+    seq: int
+    timestamp: int
+    id: str
+    parent_id: str | None
+    type: str
+    custom_type: Any = ABSENT
+    offset: int = 0
+    length: int = 0
+    loader: Any = None
+
+    @property
+    def entry(self) -> Entry:
+        """The full entry, decoded from the file (or the source's cache)."""
+        return self.loader(self)  # type: ignore[no-any-return]
+
+    def structure(self) -> EntryStructure:
+        return EntryStructure(
+            id=self.id,
+            parent_id=self.parent_id,
+            seq=self.seq,
+            timestamp=self.timestamp,
+            type=self.type,
+            custom_type=self.custom_type,
+        )
+
+
+_AddNode = Callable[[LazyEntryNode], None]
+
+
+def as_engine_node(node: LazyEntryNode) -> EntryNode:
+    """``node`` typed as the engine's node (it has the same interface; see :class:`LazyEntryNode`)."""
+    return cast(EntryNode, node)
 
 
 # --- entry payloads on demand ---------------------------------------------------------------------
@@ -75,9 +127,8 @@ class EntrySource:
         self._cached = 0
         self._lock = threading.Lock()
 
-    def load(self, node: EntryNode) -> Entry:
-        """The full entry of ``node`` (a :class:`LazyEntryNode` of this source)."""
-        assert isinstance(node, LazyEntryNode)
+    def load(self, node: LazyEntryNode) -> Entry:
+        """The full entry of ``node`` (a node of this source)."""
         key = node.id
         with self._lock:
             hit = self._cache.get(key)
@@ -100,9 +151,9 @@ class EntrySource:
         self.remember(node, write.entry)
         return write.entry
 
-    def remember(self, node: EntryNode, entry: Entry) -> None:
+    def remember(self, node: LazyEntryNode, entry: Entry) -> None:
         """Put a decoded entry in the cache (its cost is the byte length of its JSON)."""
-        size = node.length if isinstance(node, LazyEntryNode) else 256
+        size = node.length
         if size > self._cache_bytes:
             return
         with self._lock:
@@ -120,21 +171,6 @@ class EntrySource:
 
 
 # --- fast structural decoding ---------------------------------------------------------------------
-
-
-class _EntryRecord(
-    msgspec.Struct,
-    gc=False,
-    tag_field="kind",
-    tag="entry",
-    rename={"parent_id": "parentId", "custom_type": "customType"},
-):
-    seq: int
-    timestamp: int
-    id: str
-    parent_id: str | None
-    type: str
-    custom_type: str | None | msgspec.UnsetType = _UNSET
 
 
 class _ValueRecord(msgspec.Struct, gc=False, tag_field="kind", tag="value"):
@@ -158,7 +194,7 @@ class _UsageRecord(msgspec.Struct, gc=False, tag_field="kind", tag="usage"):
     id: str
 
 
-_Record = _EntryRecord | _ValueRecord | _ListRecord | _UsageRecord
+_Record = LazyEntryNode | _ValueRecord | _ListRecord | _UsageRecord
 _decode_record = msgspec.json.Decoder(_Record).decode
 _decode_records = msgspec.json.Decoder(list[_Record]).decode
 _VALUE_OPS = frozenset(("set", "delete"))
@@ -184,10 +220,6 @@ def _usage_write(raw: Any) -> UsageWrite:
     ):
         raise _NeedsExactPath
     return write
-
-
-def _address_ok(namespace: str, key: str) -> bool:
-    return namespace != "" and "\x00" not in namespace and "\x00" not in key
 
 
 def _payload(raw: object) -> Any:
@@ -223,24 +255,23 @@ class Replayer:
         self.end_offset = 0
         """File offset just after the last line replayed (set by :meth:`feed`)."""
         self._initial_next_seq = state.next_seq
-        self._loader: Callable[[EntryNode], Entry] = source.load
+        self._loader: Callable[[LazyEntryNode], Entry] = source.load
         # (namespace, key) -> the last value write; lists -> [seq of the last delete or None, later appends]
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
         self._lists: dict[tuple[str, str], list[Any]] = {}
-        self._types: dict[str, str] = {}
         self._last_node: LazyEntryNode | None = None
 
     # -- feeding -------------------------------------------------------------------------------------
 
-    def feed(self, data: bytes, base_offset: int) -> None:
-        """Replay every line of ``data`` (complete lines only: it must end with LF).
+    def feed(self, data: bytes, base_offset: int, size: int | None = None) -> None:
+        """Replay every line of ``data[:size]`` (complete lines only: it must end with LF).
 
         ``base_offset`` is the file offset of ``data[0]``. Raises pi's ``Invalid JSONL storage <path>:
         line <n>`` with the cause chained; lines before the bad one stay applied.
         """
         view = memoryview(data)
         position = 0
-        size = len(data)
+        size = len(data) if size is None else size
         self.end_offset = base_offset
         find = data.find
         fast = self._fast_line
@@ -255,7 +286,8 @@ class Replayer:
             self.end_offset = base_offset + position
 
     def _fast_line(self, data: bytes, view: memoryview, start: int, end: int, base: int) -> None:
-        # Hot loop of every open: kept in one function, lookups hoisted, nodes built inline.
+        # The hot loop of every open: one function, lookups hoisted, nothing mutated until the whole
+        # line is known good (any doubt raises _NeedsExactPath first).
         if start == end:
             raise _NeedsExactPath
         first = data[start]
@@ -263,10 +295,17 @@ class Replayer:
             if first == _OPEN_BRACKET:
                 line = view[start:end]
                 records: Sequence[Any] = _decode_records(line)
-                raws: Any = _decode_raws(line)
+                lengths: list[int] | None = list(map(len, _decode_raws(line)))
+                stop = end
+                while data[stop - 1] in _JSON_SPACE:
+                    stop -= 1
+                # pi writes compact arrays ("[a,b,c]"): then every element's offset follows from the
+                # lengths alone; otherwise (spaces around elements) each "{" is searched for.
+                compact = sum(lengths) + len(lengths) + (not lengths) == stop - start - 1  # type: ignore[arg-type]
             elif first == _OPEN_BRACE:
                 records = (_decode_record(view[start:end]),)
-                raws = None
+                lengths = None
+                compact = True
             else:
                 raise _NeedsExactPath
         except _FAST_ERRORS:
@@ -277,25 +316,22 @@ class Replayer:
         previous = self.last_seq
         line_ids: set[str] | None = None
         nodes: list[LazyEntryNode] = []
-        usage: list[UsageWrite] = []
-        addressed: list[Any] = []
-        cursor = start
-        new = LazyEntryNode.__new__
-        loader = self._loader
-        types = self._types
+        usage: list[UsageWrite] | None = None
+        addressed: list[Any] | None = None
+        cursor = start + 1
         last = self._last_node
         for position, record in enumerate(records):
-            if raws is not None:
-                # Every element is an object (or decoding failed above): it starts at the next "{".
-                length = len(raws[position])
-                at = data.index(b"{", cursor, end)
-                cursor = at + length
+            if lengths is not None:
+                length = lengths[position]
+                # Every element is an object (decoding failed above otherwise): it starts with "{".
+                at = cursor if compact else data.index(b"{", cursor, end)
+                cursor = at + length + 1
             seq = record.seq
             if seq <= previous or seq > _MAX_SAFE_INTEGER:
                 raise _NeedsExactPath
             previous = seq
             kind = type(record)
-            if kind is _EntryRecord:
+            if kind is LazyEntryNode:
                 entry_id = record.id
                 timestamp = record.timestamp
                 if timestamp < 0 or timestamp > _MAX_SAFE_INTEGER:
@@ -309,45 +345,42 @@ class Replayer:
                 parent = record.parent_id
                 if parent is not None:
                     if last is not None and parent == last.id:
-                        parent = last.id  # share the string rather than hold a second copy
+                        record.parent_id = last.id  # share the string rather than hold a second copy
                     elif not has_entry(parent) and (line_ids is None or parent not in line_ids):
                         raise _NeedsExactPath
                 if line_ids is None:
                     line_ids = {entry_id}
                 else:
                     line_ids.add(entry_id)
-                if raws is None:
+                if lengths is None:
                     at = start
                     stop = end
                     while data[stop - 1] in _JSON_SPACE:
                         stop -= 1
                     length = stop - start
-                node = new(LazyEntryNode)
-                node.id = entry_id
-                node.parent_id = parent
-                node.seq = seq
-                node.timestamp = timestamp
-                entry_type = record.type
-                node.type = types.setdefault(entry_type, entry_type)
-                custom_type = record.custom_type
-                node.custom_type = ABSENT if custom_type is _UNSET else custom_type
-                node._entry = None
-                node._loader = loader
-                node.offset = base + at
-                node.length = length
-                nodes.append(node)
-                last = node
-            elif kind is _ValueRecord:
-                if record.op not in _VALUE_OPS or not _address_ok(record.namespace, record.key):
+                if record.type == "message":
+                    record.type = "message"  # one shared string for the common type
+                record.loader = self._loader
+                record.offset = base + at
+                record.length = length
+                nodes.append(record)
+                last = record
+            elif kind is _ValueRecord or kind is _ListRecord:
+                namespace = record.namespace
+                if (
+                    record.op not in (_VALUE_OPS if kind is _ValueRecord else _LIST_OPS)
+                    or namespace == ""
+                    or "\x00" in namespace
+                    or "\x00" in record.key
+                ):
                     raise _NeedsExactPath
-                addressed.append(record)
-            elif kind is _ListRecord:
-                if record.op not in _LIST_OPS or not _address_ok(record.namespace, record.key):
-                    raise _NeedsExactPath
-                addressed.append(record)
+                if addressed is None:
+                    addressed = [record]
+                else:
+                    addressed.append(record)
             else:
                 # Usage rows are small and rare: decode them whole, as the exact path would.
-                write = _usage_write(view[start:end] if raws is None else raws[position])
+                write = _usage_write(view[start:end] if lengths is None else view[at : at + length])
                 row_id = write.row.id
                 if row_id in usage_ids or has_entry(row_id) or (line_ids is not None and row_id in line_ids):
                     raise _NeedsExactPath
@@ -355,17 +388,27 @@ class Replayer:
                     line_ids = {row_id}
                 else:
                     line_ids.add(row_id)
-                usage.append(write)
+                if usage is None:
+                    usage = [write]
+                else:
+                    usage.append(write)
         # Everything checked and nothing mutated so far: apply.
-        add = state.add_entry_node
-        for node in nodes:
-            add(node)
-        for write in usage:
-            state.apply_committed((write,))
-            usage_ids.add(write.row.id)
-        for record in addressed:
-            self._fold(record)
-        self._last_node = last
+        if nodes:
+            add = cast(_AddNode, state.add_entry_node)
+            for node in nodes:
+                add(node)
+            self._last_node = last
+        if usage is not None:
+            for write in usage:
+                state.apply_committed((write,))
+                usage_ids.add(write.row.id)
+        if addressed is not None:
+            values = self._values
+            for record in addressed:
+                if type(record) is _ValueRecord:
+                    values[(record.namespace, record.key)] = record
+                else:
+                    self._fold(record)
         self.last_seq = previous
         state.next_seq = previous + 1
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
+
 from sessiontree import jsjson
 from sessiontree.commit_queue import CommitQueue
 from sessiontree.engine import PreparedCommit, SessionState
@@ -62,7 +63,7 @@ from .io import Durability, check_durability, io_error, io_errors, publish_atomi
 from .legacy_v3 import LegacyV3Header, LegacyV3Options, LegacyV3Source
 from .loading import Generation, catch_up, load_generation, parse_header, read_header_line
 from .locking import locked_session_file
-from .replay import EntrySource, LazyEntryNode
+from .replay import EntrySource, LazyEntryNode, as_engine_node
 
 if TYPE_CHECKING:
     from .compaction import CompactionReport
@@ -614,18 +615,18 @@ def _apply_appended(
     for write, (offset, length) in zip(prepared.writes, spans, strict=True):
         if isinstance(write, EntryWrite):
             entry = write.entry
-            node = LazyEntryNode.__new__(LazyEntryNode)
-            node.id = entry.id
-            node.parent_id = entry.parent_id
-            node.seq = entry.seq
-            node.timestamp = entry.timestamp
-            node.type = entry.type
-            node.custom_type = entry.custom_type
-            node._entry = None
-            node._loader = source.load
-            node.offset = line_offset + offset
-            node.length = length
-            state.add_entry_node(node)
+            node = LazyEntryNode(
+                seq=entry.seq,  # type: ignore[arg-type]
+                timestamp=entry.timestamp,  # type: ignore[arg-type]
+                id=entry.id,
+                parent_id=entry.parent_id,
+                type=entry.type,
+                custom_type=entry.custom_type,
+                offset=line_offset + offset,
+                length=length,
+                loader=source.load,
+            )
+            state.add_entry_node(as_engine_node(node))
             source.remember(node, entry)
         else:
             state.apply_committed((write,))
