@@ -211,11 +211,10 @@ class SessionState:
         self._node_seqs: list[int] = []
         # Parallel to _node_list. _run_starts[i] is where the run of consecutive nodes containing node i
         # begins (each node of a run is the child of the one before it), so a path to the root is a few
-        # list slices instead of one dict lookup per entry. _held[i] is node i's held entry, or None
-        # when it is loaded on demand (_lazy_nodes counts those).
+        # list slices instead of one dict lookup per entry. _held[i] is node i's entry while every node
+        # holds its entry; None from the first node that loads its entry on demand.
         self._run_starts: list[int] = []
-        self._held: list[Entry | None] = []
-        self._lazy_nodes = 0
+        self._held: list[Entry] | None = []
         self._usage: dict[str, UsageRow] = {}
         self._usage_list: list[UsageRow] = []
         self._values: dict[str, dict[str, StoredValue]] = {}
@@ -296,19 +295,56 @@ class SessionState:
         self._append_node(node)
         self.next_seq = node.seq + 1  # type: ignore[operator]
 
+    def add_entry_nodes(self, nodes: Sequence[EntryNode]) -> None:
+        """Store validated entry nodes, in seq order, as :meth:`add_entry_node` does one by one (faster
+        for a replay's batch)."""
+        if not nodes:
+            return
+        node_list, run_starts = self._node_list, self._run_starts
+        position = len(node_list)
+        previous_id = node_list[-1].id if node_list else None
+        run = run_starts[-1] if run_starts else 0
+        messages = 0
+        for node in nodes:
+            parent = node.parent_id
+            if parent is None or parent != previous_id:
+                run = position
+            run_starts.append(run)
+            previous_id = node.id
+            position += 1
+            if node.type == "message":
+                messages += 1
+        held = self._held
+        if held is not None:
+            entries = [node._entry if type(node) is EntryNode else None for node in nodes]
+            # Identity test: ``None in entries`` would call each entry's __eq__.
+            if any(entry is None for entry in entries):
+                self._held = None
+            else:
+                held.extend(entries)  # type: ignore[arg-type]
+        self._nodes.update({node.id: node for node in nodes})
+        node_list.extend(nodes)
+        self._node_seqs.extend([node.seq for node in nodes])  # type: ignore[misc]
+        if messages:
+            self._message_count += messages
+            self._stats = None
+        self.next_seq = nodes[-1].seq + 1  # type: ignore[operator]
+
     def _append_node(self, node: EntryNode) -> None:
         node_list = self._node_list
-        position = len(node_list)
-        run_starts = self._run_starts
-        if position and node.parent_id is not None and node_list[-1].id == node.parent_id:
-            run_starts.append(run_starts[-1])
+        parent = node.parent_id
+        if node_list and parent is not None and node_list[-1].id == parent:
+            self._run_starts.append(self._run_starts[-1])
         else:
-            run_starts.append(position)
-        # Duck-typed nodes (e.g. a backend's lazy node class) never hold their entry.
-        held = node._entry if type(node) is EntryNode else None
-        self._held.append(held)
-        if held is None:
-            self._lazy_nodes += 1
+            self._run_starts.append(len(node_list))
+        held = self._held
+        if held is not None:
+            # Duck-typed nodes (e.g. a backend's lazy node class) never hold their entry.
+            entry = node._entry if type(node) is EntryNode else None
+            if entry is None:
+                self._held = None
+            else:
+                held.append(entry)
         self._nodes[node.id] = node  # type: ignore[index]
         node_list.append(node)
         self._node_seqs.append(node.seq)  # type: ignore[arg-type]
@@ -393,8 +429,9 @@ class SessionState:
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
         start = self._branch_start(query)
-        if self._lazy_nodes == 0 and _is_plain_walk(query):
-            return self._plain_walk(start, query, self._held)  # type: ignore[arg-type]
+        held = self._held
+        if held is not None and _is_plain_walk(query):
+            return self._plain_walk(start, query, held)
         return [node.entry for node in self._scan_branch_nodes(query)]
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
@@ -487,8 +524,9 @@ class SessionState:
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
-        if self._lazy_nodes == 0 and query.type is None and query.custom_type is None:
-            return self._seq_window(query, self._held)  # type: ignore[arg-type]
+        held = self._held
+        if held is not None and query.type is None and query.custom_type is None:
+            return self._seq_window(query, held)
         return [node.entry for node in self.scan_entry_nodes(query)]
 
     def scan_entry_nodes(self, query: EntryScan | None = None) -> list[EntryNode]:
