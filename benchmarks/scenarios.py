@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import shutil
 import tempfile
 import time
@@ -81,6 +82,9 @@ def _ms_since(start_ns: int) -> float:
 
 @contextmanager
 def _scratch_repo(backend: BenchBackend) -> Iterator[SessionRepo]:
+    # Each scenario starts without the previous one's garbage (outside any timed region): a full
+    # collection's cost grows with every live object, so leftovers would bill one scenario for another.
+    gc.collect()
     directory = Path(tempfile.mkdtemp(prefix=f"stbench-{backend.name}-"))
     repo = backend.open_repo(directory)
     try:
