@@ -20,8 +20,9 @@ from sessiontree.writes import EntryWrite, set_value
 from sessiontree_jsonl import JsonlStorage
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sys.stdin.readline()  # start together
 with JsonlStorage.open(path) as storage:
+    print("ready", flush=True)
+    sys.stdin.readline()  # start together
     previous = None
     for i in range(count):
         entry_id = f"{name}-{i:05d}"
@@ -48,6 +49,9 @@ def test_two_processes_append_without_losing_or_duplicating(tmp_path: Path) -> N
         )
         for name in ("a", "b")
     ]
+    for writer in writers:
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n"
     for writer in writers:
         assert writer.stdin is not None
         writer.stdin.write("go\n")
