@@ -60,9 +60,11 @@ def is_url(target: str) -> bool:
     return "://" in target
 
 
-def repository_url(target: str | None) -> str:
+def repository_url(target: str | None, *, must_exist: bool = True) -> str:
     """The repository a command works on: ``target`` (a URL, or a local directory as a ``jsonl`` URL),
-    else ``$SESSIONTREE_URL``, else the embedded default (JSONL in the user data directory)."""
+    else ``$SESSIONTREE_URL``, else the embedded default (JSONL in the user data directory).
+
+    A directory that does not exist is an error unless ``must_exist`` is false (a destination)."""
     if target is None:
         return os.environ.get(URL_ENV) or default_url()
     if is_url(target):
@@ -73,7 +75,7 @@ def repository_url(target: str | None) -> str:
             f"{target} is a session file, not a repository: pass its directory, or use a command that "
             "takes a session file (show, dump, export)"
         )
-    if not os.path.isdir(target):
+    if must_exist and not os.path.isdir(target):
         raise UsageError(
             f"No such directory: {target} (a repository is a URL such as memory:// or a directory)"
         )

@@ -137,7 +137,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     return run_copy(
         repository_url(args.source),
-        repository_url(args.destination),
+        repository_url(args.destination, must_exist=False),
         ids=args.sessions,
         verify=args.verify,
         replace=args.replace,

@@ -359,7 +359,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    url = repository_url(args.url)
+    url = repository_url(args.url, must_exist=False)
     console = stdout_console()
     with open_repo(url) as repo:
         source, fork = _write(repo)

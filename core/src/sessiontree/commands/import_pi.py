@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     source = pi_sessions_url(places[0] if len(places) == 2 else None)
     return run_copy(
         source,
-        repository_url(places[-1]),
+        repository_url(places[-1], must_exist=False),
         ids=args.sessions,
         verify=args.verify,
         replace=args.replace,
