@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
 from sessiontree.contracts import SessionRepo
 from sessiontree.plugins import Registry, get_registry
 from sessiontree.urls import local_path_url
@@ -47,29 +48,13 @@ def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchB
     return BenchBackend(name=name, persistent=persistent, open_repo=open_repo)
 
 
-def _jsonl_without_plugin() -> BenchBackend | None:
-    # The JSONL repository can exist before its entry point registers a backend; measure it directly then.
-    try:
-        from sessiontree_jsonl.repo import JsonlSessionRepo
-    except ImportError:
-        return None
-
-    def open_repo(directory: Path) -> SessionRepo:
-        return JsonlSessionRepo(directory / "repo")  # type: ignore[return-value]
-
-    return BenchBackend(name="jsonl", persistent=True, open_repo=open_repo)
-
-
 def discover_backends(registry: Registry | None = None) -> list[BenchBackend]:
     """Every usable backend of ``registry`` (default: the process registry), by name."""
     registry = registry if registry is not None else get_registry()
-    found = {
-        spec.name: _registry_backend(registry, spec.name, spec.capabilities.supports_persistence)
+    return [
+        _registry_backend(registry, spec.name, spec.capabilities.supports_persistence)
         for spec in registry.backends()
-    }
-    if "jsonl" not in found and (direct := _jsonl_without_plugin()) is not None:
-        found["jsonl"] = direct
-    return [found[name] for name in sorted(found)]
+    ]
 
 
 def select_backends(available: Iterable[BenchBackend], names: Iterable[str] | None) -> list[BenchBackend]:

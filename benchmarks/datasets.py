@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import attrs
+
 from sessiontree import values
 from sessiontree.model import MessageEntry
 from sessiontree.writes import EntryWrite, Write, insert_entry, set_value

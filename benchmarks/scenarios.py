@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
 from sessiontree.contracts import BranchFork, Session, SessionMutation, SessionRepo
 from sessiontree.model import CommitResult
 from sessiontree.writes import Write
