@@ -2,31 +2,42 @@
 
 :class:`JsonlStorage` is one session file; :class:`JsonlSessionRepo` a directory of them in pi's
 layout; :class:`JsonlBackend` what the ``jsonl`` plugin entry point offers.
+
+Names are imported on first use: loading the plugin entry point (``sessiontree_jsonl.plugin``) runs
+this module, and must stay cheap.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
-
-from .compaction import CompactionReport
-from .header import JsonlHeader
-from .storage import JsonlStorage
 
 if TYPE_CHECKING:
     from .backend import JsonlBackend
+    from .compaction import CompactionReport
+    from .header import JsonlHeader
     from .repo import JsonlSessionRepo
+    from .storage import JsonlStorage
 
 __all__ = ["CompactionReport", "JsonlBackend", "JsonlHeader", "JsonlSessionRepo", "JsonlStorage"]
 
+_WHERE = {
+    "CompactionReport": ".compaction",
+    "JsonlBackend": ".backend",
+    "JsonlHeader": ".header",
+    "JsonlSessionRepo": ".repo",
+    "JsonlStorage": ".storage",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The backend and the repository import lazily (the repository module may import this package).
-    if name == "JsonlBackend":
-        from .backend import JsonlBackend
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-        return JsonlBackend
-    if name == "JsonlSessionRepo":
-        from .repo import JsonlSessionRepo
 
-        return JsonlSessionRepo
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
