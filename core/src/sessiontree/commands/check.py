@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
 register_command(
     Command(
         name="check",
-        help="validate sessions (corrupt lines, torn tails, dangling tips and labels, stale temp files, v3 imports)",
+        help="validate sessions: corrupt lines, torn tails, dangling tips/labels, stale temp files, v3 files",
         configure=_configure,
         run=_run,
     )

@@ -106,7 +106,8 @@ def find_session(
     if len(found) > 1:
         places = ", ".join(sorted(str(m.cwd) for m in found))
         raise UsageError(
-            f"Session {session_id} exists in several working directories of {where} ({places}); pick one with --cwd"
+            f"Session {session_id} exists in several working directories of {where} ({places}); "
+            "pick one with --cwd"
         )
     return found[0]
 

@@ -87,7 +87,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add_examples(
         parser,
         "sessiontree compact jsonl:///srv/sessions",
-        "sessiontree compact --session 0199aaaa-0000-7000-8000-000000000001",
+        "sessiontree compact --session my-session",
     )
 
 

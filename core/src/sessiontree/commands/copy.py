@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
@@ -65,7 +65,7 @@ def run_copy(
 
 
 @contextlib.contextmanager
-def _progress(total: int, *, enabled: bool) -> Iterator[object]:
+def _progress(total: int, *, enabled: bool) -> Iterator[Callable[[CopyOutcome], None] | None]:
     console = stderr_console()
     if not enabled or total < 2 or not console.is_terminal:
         yield None
@@ -130,7 +130,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add_examples(
         parser,
         "sessiontree copy jsonl:///srv/sessions jsonl:///backup/sessions --verify",
-        "sessiontree copy ~/.pi/agent/sessions jsonl:///srv/sessions --session 0199aaaa-0000-7000-8000-000000000001",
+        "sessiontree copy ~/.pi/agent/sessions jsonl:///srv/sessions --session my-session",
     )
 
 

@@ -21,11 +21,11 @@ from rich.text import Text
 
 from ..cli import Command, register_command
 from ..contracts import BranchFork, Session, SessionRepo
+from ..fork import idle_lane_state
 from ..ids import uuidv7
 from ..model import BranchSummaryEntry, CompactionEntry, Cost, JsonValue, SessionMetadata, Usage, UsageRow
 from ..plugins import open_repo
 from ..urls import parse_url
-from ..fork import idle_lane_state
 from ..values import branch_tip, lane_config, lane_state
 from ..writes import insert_entry, insert_usage, set_value
 from .common import add_examples, metadata_row, print_json, repository_url, stdout_console
@@ -211,8 +211,8 @@ def write_demo_session(session: Session) -> dict[str, str]:
             [
                 {
                     "type": "text",
-                    "text": "parse_local() drops the offset instead of converting to local time, so the result "
-                    "depends on the machine's time zone. CI runs in UTC, your machine does not.",
+                    "text": "parse_local() drops the offset instead of converting to local time, so the "
+                    "result depends on the machine's time zone. CI runs in UTC, your machine does not.",
                 }
             ],
             _usage(2480, 120),
@@ -272,8 +272,8 @@ def write_demo_session(session: Session) -> dict[str, str]:
         CompactionEntry(
             id=uuidv7(),
             parent_id=None,
-            summary="The failing test came from parse_local() dropping offsets; fixed with astimezone() and a "
-            "test parametrized over time zones. Converting at the edge was considered and rejected.",
+            summary="The failing test came from parse_local() dropping offsets; fixed with astimezone() and "
+            "a test parametrized over time zones. Converting at the edge was considered and rejected.",
             retained_tail=[kept],
             tokens_before=14_680,
             from_hook=False,
@@ -397,7 +397,7 @@ def _listed(repo: SessionRepo, metadata: SessionMetadata) -> SessionMetadata:
 register_command(
     Command(
         name="demo",
-        help="write a realistic agent session (tools, a branch, a compaction, a label, usage), fork it, show it",
+        help="write a realistic agent session (tools, a branch, a compaction, a label, usage), fork, show",
         configure=_configure,
         run=_run,
     )

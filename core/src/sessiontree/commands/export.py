@@ -38,8 +38,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
     add_examples(
         parser,
-        "sessiontree export jsonl:///srv/sessions --session 0199aaaa-0000-7000-8000-000000000001 --html s.html",
-        "sessiontree export ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl --html s.html",
+        "sessiontree export jsonl:///srv/sessions --session my-session --html s.html",
+        "sessiontree export ~/.pi/agent/sessions/--home-me--/2026-01-01T10-00-00-000Z_s.jsonl --html s.html",
     )
 
 

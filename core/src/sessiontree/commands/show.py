@@ -158,7 +158,8 @@ def _pick_branch(session: Session, tree: SessionTree, branch: str | None) -> str
     if len(tree.tips) == 1:
         return next(iter(tree.tips))
     raise UsageError(
-        f"Session {tree.metadata.id} has {len(tree.tips)} branches ({_names(tree.tips)}): pick one with --branch"
+        f"Session {tree.metadata.id} has {len(tree.tips)} branches ({_names(tree.tips)}): "
+        "pick one with --branch"
     )
 
 
@@ -252,7 +253,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the tree (or the context) as JSON")
     add_examples(
         parser,
-        "sessiontree show jsonl:///srv/sessions --session 0199aaaa-0000-7000-8000-000000000001",
+        "sessiontree show jsonl:///srv/sessions --session my-session",
         "sessiontree show ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl",
         "sessiontree show jsonl:///srv/sessions --session abc --branch main --context",
     )

@@ -35,10 +35,10 @@ from typing import Any, Literal
 import attrs
 
 from .. import jsjson
-from ..contracts import Session, SessionRepo, Storage
+from ..contracts import Session, SessionMutation, SessionRepo, Storage
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
-from ..model import ABSENT, JsonValue, SessionMetadata, UsageRow
+from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
 from ..queries import EntryScan, ListReadOptions
 from ..values import list_, value
 from ..wire import decode_transaction, usage_row_to_wire
@@ -315,7 +315,7 @@ def _entry_timestamp(transaction: Sequence[Write]) -> int | None:
     stamps = {w.entry.timestamp for w in transaction if isinstance(w, EntryWrite)}
     if len(stamps) > 1:
         return None
-    return next(iter(stamps), None)  # type: ignore[arg-type]
+    return next(iter(stamps), None)
 
 
 def _commits(snapshot: SessionSnapshot) -> list[tuple[Write, ...]]:
@@ -387,13 +387,21 @@ def _restore_by_commits(
             stamp = _entry_timestamp(commit)
             if clock is not None and stamp is not None:
                 clock.set(stamp)
-            result = session.mutate(lambda mutation, writes=commit: mutation.commit(writes))
+            result = _commit(session, commit)
             seqs = [_seq_of(w) for w in commit if w.seq is not None]
             if seqs and list(result.seqs) != seqs:
                 raise TransferError(
-                    f"Session {metadata.id}: the destination assigned seqs {list(result.seqs)}, expected {seqs}"
+                    f"Session {metadata.id}: the destination assigned seqs {list(result.seqs)}, "
+                    f"expected {seqs}"
                 )
     return created
+
+
+def _commit(session: Session, writes: tuple[Write, ...]) -> CommitResult:
+    def commit(mutation: SessionMutation) -> CommitResult:
+        return mutation.commit(writes)
+
+    return session.mutate(commit)
 
 
 def restore_snapshot(
@@ -411,7 +419,10 @@ _COMPARED = ("entries", "values", "lists", "usage", "stats", "branches")
 
 
 def _dump(session: Session, inventory: DumpInventory) -> dict[str, JsonValue]:
-    return _as_json(dump_session(storage_of(session), inventory=inventory, header={}, legacy_v3=False))
+    dump: dict[str, JsonValue] = _as_json(
+        dump_session(storage_of(session), inventory=inventory, header={}, legacy_v3=False)
+    )
+    return dump
 
 
 def _as_json(data: Any) -> Any:
@@ -439,7 +450,7 @@ def compare_sessions(source: Session, snapshot: SessionSnapshot, destination: Se
     expected = _dump(source, inventory)
     found = _dump(destination, inventory)
     if snapshot.adjustment is not None:
-        expected["usage"] = [*expected["usage"], _as_json(usage_row_to_wire(snapshot.adjustment))]  # type: ignore[misc]
+        expected["usage"] = [*expected["usage"], _as_json(usage_row_to_wire(snapshot.adjustment))]
     # Usage can hold NaN (v3 imports of turns without output tokens). A destination that keeps JSON
     # stores it as null, and adding null counts as 0 in pi's sums: its totals have 0 there.
     if found["stats"] == _null_as_zero(expected["stats"]):
@@ -462,7 +473,7 @@ def _first_difference(expected: Any, found: Any) -> str:
     if isinstance(expected, list) and isinstance(found, list):
         if len(expected) != len(found):
             return f" ({len(found)} instead of {len(expected)})"
-        for index, (a, b) in enumerate(zip(expected, found)):
+        for index, (a, b) in enumerate(zip(expected, found, strict=True)):
             if a != b:
                 return f" (first at index {index})"
     if isinstance(expected, dict) and isinstance(found, dict):
@@ -532,7 +543,8 @@ def copy_session(
             return CopyOutcome(
                 id=session_id,
                 status="conflict",
-                message=f"exists at the destination with other content ({difference}); pass --replace to overwrite it",
+                message=f"exists at the destination with other content ({difference}); "
+                "pass --replace to overwrite it",
                 destination=existing.path,
             )
         destination.delete(existing)
