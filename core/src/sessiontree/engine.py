@@ -652,9 +652,12 @@ class SessionState:
         plan = self.fork_plan(options)
         copied = is_entry_copied_by(plan)
         destination = SessionState()
-        for node in self._node_list:
-            if plan.scope == "tree" or node.id in plan.selected:
-                destination._add_copied_node(node)
+        selected = plan.selected
+        if plan.scope == "tree":
+            copied_nodes = self._node_list
+        else:
+            copied_nodes = [node for node in self._node_list if node.id in selected]
+        destination.add_entry_nodes(copied_nodes)
         for stored in sorted(self.iter_values(), key=_stored_seq):
             a = stored.address
             projected = project_fork_value(a.namespace, a.key, stored.value, plan, copied)
@@ -672,9 +675,6 @@ class SessionState:
                 destination._lists[(namespace, key)] = kept
         destination.next_seq = self.next_seq
         return destination
-
-    def _add_copied_node(self, node: EntryNode) -> None:
-        self._append_node(node)
 
 
 def _is_plain_walk(query: BranchScan) -> bool:
