@@ -497,6 +497,8 @@ class CopyOutcome:
     message: str = ""
     destination: str | None = None
     """The destination session's path, when it has one."""
+    written: SessionMetadata | None = attrs.field(default=None, eq=False, repr=False)
+    """The metadata of the session written at the destination (copied or replaced)."""
 
     @property
     def ok(self) -> bool:
@@ -511,8 +513,8 @@ class CopyOutcome:
         return row
 
 
-def _existing(repo: SessionRepo, metadata: SessionMetadata) -> SessionMetadata | None:
-    for candidate in repo.list():
+def _matching(candidates: Iterable[SessionMetadata], metadata: SessionMetadata) -> SessionMetadata | None:
+    for candidate in candidates:
         if candidate.id == metadata.id and (metadata.cwd is None or candidate.cwd in (None, metadata.cwd)):
             return candidate
     return None
@@ -526,15 +528,19 @@ def copy_session(
     replace: bool = False,
     clock: ReplayClock | None = None,
     inventory: DumpInventory | None = None,
+    present: Sequence[SessionMetadata] | None = None,
 ) -> CopyOutcome:
-    """Copy one open ``source`` session into ``destination`` (see the module docs)."""
+    """Copy one open ``source`` session into ``destination`` (see the module docs).
+
+    ``present`` is the destination's listing when the caller has it (saves one ``list`` per session).
+    """
     snapshot = read_snapshot(source, inventory=inventory)
     session_id = snapshot.metadata.id
-    existing = _existing(destination, snapshot.metadata)
+    existing = _matching(destination.list() if present is None else present, snapshot.metadata)
     status: CopyStatus = "copied"
     if existing is not None:
-        with destination.open(existing) as present:
-            difference = compare_sessions(source, snapshot, present)
+        with destination.open(existing) as there:
+            difference = compare_sessions(source, snapshot, there)
         if difference is None:
             return CopyOutcome(
                 id=session_id, status="skipped", message="identical", destination=existing.path
@@ -551,15 +557,22 @@ def copy_session(
         status = "replaced"
     created = restore_snapshot(destination, snapshot, clock=clock)
     if verify:
-        located = _existing(destination, created) or created
-        with destination.open(located) as copied:
+        with destination.open(created) as copied:
             difference = compare_sessions(source, snapshot, copied)
         if difference is not None:
-            return CopyOutcome(id=session_id, status="mismatch", message=difference, destination=created.path)
+            return CopyOutcome(
+                id=session_id,
+                status="mismatch",
+                message=difference,
+                destination=created.path,
+                written=created,
+            )
     notes = ["verified"] if verify else []
     if not snapshot.complete:
         notes.append(_INCOMPLETE_NOTE)
-    return CopyOutcome(id=session_id, status=status, message="; ".join(notes), destination=created.path)
+    return CopyOutcome(
+        id=session_id, status=status, message="; ".join(notes), destination=created.path, written=created
+    )
 
 
 def copy_sessions(
@@ -582,13 +595,19 @@ def copy_sessions(
             raise TransferError(f"No session {', '.join(missing)} in the source repository")
         wanted = set(ids)
         listed = [m for m in listed if m.id in wanted]
+    present = list(destination.list())
     outcomes: list[CopyOutcome] = []
     for metadata in listed:
         try:
             with source.open(metadata) as session:
-                outcome = copy_session(session, destination, verify=verify, replace=replace, clock=clock)
+                outcome = copy_session(
+                    session, destination, verify=verify, replace=replace, clock=clock, present=present
+                )
         except (SessionTreeError, OSError, ValueError) as error:
             outcome = CopyOutcome(id=metadata.id, status="failed", message=_message(error))
+        if outcome.written is not None:
+            present = [m for m in present if not (m.id == outcome.id and m.cwd == outcome.written.cwd)]
+            present.append(outcome.written)
         outcomes.append(outcome)
         if progress is not None:
             progress(outcome)
