@@ -17,7 +17,7 @@ from .machine import describe_machine
 from .memory_open import MemoryMeasurement, measure_open, seed_closed_session
 from .pi import PI_BACKENDS, default_oracle, load_pi_results, run_pi_bench, run_pi_memory
 from .report import memory_table, ratio_table, results_table
-from .results import Result
+from .results import Result, results_from_json
 from .scenarios import plan_for_sizes, run_backend
 
 __all__ = ["main", "parse_arguments"]
@@ -94,6 +94,12 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "instead of running pi",
     )
     parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="print a saved --json report again (as text, --markdown or --json) instead of running",
+    )
+    parser.add_argument(
         "--oracle",
         type=Path,
         default=None,
@@ -148,6 +154,14 @@ def _load_pi_document(path: Path) -> tuple[list[Result], list[MemoryMeasurement]
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
+    if arguments.report is not None:
+        try:
+            saved = _load_report(arguments.report)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        _print(arguments, *saved)
+        return 0
     try:
         backends = select_backends(discover_backends(), arguments.backends)
     except ValueError as exc:
@@ -185,26 +199,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         pi_backends = [b.name for b in backends if b.name in PI_BACKENDS]
         if pi_backends:
             _progress(arguments.quiet, f"pi: {oracle} bench on {','.join(pi_backends)} (may take minutes)")
-            pi_rows = run_pi_bench(
+            pi_rows, pi_implementation = run_pi_bench(
                 oracle, arguments.sizes, arguments.reps, pi_backends, arguments.catalog_max
             )
-            pi_implementation = "pi-agent-core 0.87.1"
         if arguments.mem_entries and "jsonl" in pi_backends:
             pi_memory.append(_measure_pi_memory(oracle, arguments.mem_entries, arguments.mem_runs))
             _progress(arguments.quiet, f"pi jsonl | fresh-process open | {pi_memory[-1]}")
 
+    _print(arguments, ours, pi_rows, our_memory, pi_memory, describe_machine(pi_implementation))
+    return 0
+
+
+def _print(
+    arguments: argparse.Namespace,
+    ours: list[Result],
+    pi_rows: list[Result],
+    our_memory: list[MemoryMeasurement],
+    pi_memory: list[MemoryMeasurement],
+    machine: dict[str, Any],
+) -> None:
     ratios = compare(ours, pi_rows)
     for theirs in pi_memory:
         for mine in our_memory:
             if (mine.backend, mine.entries) == (theirs.backend, theirs.entries):
                 ratios.extend(memory_ratios(mine, theirs))
-
-    machine = describe_machine(pi_implementation)
     if arguments.json:
         print(json.dumps(_json_report(ours, pi_rows, ratios, our_memory, pi_memory, machine), indent=1))
     else:
         print(_text_report(ours, pi_rows, ratios, our_memory + pi_memory, machine, arguments.markdown))
-    return 0
+
+
+def _load_report(
+    path: Path,
+) -> tuple[list[Result], list[Result], list[MemoryMeasurement], list[MemoryMeasurement], dict[str, Any]]:
+    """A saved ``--json`` report: both sides' rows and memory measurements, and the machine."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the report: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("sessiontree"), list):
+        raise ValueError(f"{path}: not a --json report (no 'sessiontree' rows)")
+    memory = document.get("memory") or {}
+    try:
+        our_memory = [MemoryMeasurement(**item) for item in memory.get("sessiontree", [])]
+        pi_memory = [MemoryMeasurement(**item) for item in memory.get("pi", [])]
+    except TypeError as exc:
+        raise ValueError(f"{path}: a memory measurement has unexpected fields: {exc}") from None
+    return (
+        results_from_json(document["sessiontree"], f"{path} (sessiontree)"),
+        results_from_json(document.get("pi", []), f"{path} (pi)"),
+        our_memory,
+        pi_memory,
+        dict(document.get("machine") or {}),
+    )
 
 
 def _json_report(

@@ -41,8 +41,9 @@ def _run_oracle(oracle: Path, arguments: Sequence[str]) -> str:
 
 def run_pi_bench(
     oracle: Path, sizes: Sequence[int], reps: int, backends: Sequence[str], catalog_max: int
-) -> list[Result]:
-    """bench-pi.mjs with the same sizes and reps, on the given pi backends."""
+) -> tuple[list[Result], str | None]:
+    """bench-pi.mjs with the same sizes and reps, on the given pi backends: its rows and its
+    ``implementation`` line (pi and node versions)."""
     stdout = _run_oracle(
         oracle,
         [
@@ -57,7 +58,8 @@ def run_pi_bench(
             str(catalog_max),
         ],
     )
-    return load_pi_results(json.loads(stdout), f"{oracle} bench")
+    document = json.loads(stdout)
+    return load_pi_results(document, f"{oracle} bench"), document.get("implementation")
 
 
 def load_pi_results(document: Any, source: str) -> list[Result]:

@@ -235,6 +235,24 @@ def test_cli_json_report_with_stored_pi_rows(tmp_path: Path, capsys: pytest.Capt
     assert [r["ratio"] for r in report["ratios"]] == [round(by_scenario[s] / 1.0, 4) for s in READ_SCENARIOS]
     assert report["machine"]["pi"] == "pi-agent-core 0.87.1 (node v22)"
 
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(report), encoding="utf-8")
+    assert main(["--report", str(saved), "--markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "| backend | scenario | dataset | sessiontree | pi | ratio | target | met |" in markdown
+    for scenario in READ_SCENARIOS:
+        assert f"| memory | {scenario} | {one_k} |" in markdown
+    assert "sessiontree rows without a pi counterpart" in markdown
+
+
+def test_cli_report_refuses_a_file_that_is_not_a_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"results": []}', encoding="utf-8")
+    assert main(["--report", str(bad)]) == 2
+    assert "not a --json report" in capsys.readouterr().err
+
 
 def test_cli_refuses_an_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--backends", "nope", "--quiet"]) == 2
