@@ -269,6 +269,14 @@ def test_ls_uses_sessiontree_url_then_the_default(tmp_path: Path) -> None:
     assert not (Path.home() / "never-written").exists()
 
 
+@needs_fixtures
+def test_ls_and_show_point_at_session_files_outside_pis_layout(v4: Path) -> None:
+    text = ok(run("ls", ".", cwd=v4))
+    assert f"No sessions in jsonl://{v4}; 17 session files lie directly in {v4}" in text
+    assert f"sessiontree show {v4 / 'branch-summary.jsonl'}" in text
+    one_line_error(run("show", ".", cwd=v4), "holds no sessions: 17 session files lie directly in")
+
+
 def test_ls_of_an_empty_memory_repository(tmp_path: Path) -> None:
     assert ok(run("ls", "memory://", cwd=tmp_path)) == "No sessions in memory://\n"
 

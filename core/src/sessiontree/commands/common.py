@@ -28,6 +28,7 @@ __all__ = [
     "UsageError",
     "add_examples",
     "find_session",
+    "flat_files_hint",
     "inventory_of",
     "is_url",
     "iso_time",
@@ -112,11 +113,31 @@ def find_session(
     return found[0]
 
 
+def flat_files_hint(url: str) -> str:
+    """For a ``jsonl`` directory without sessions in pi's layout but with session files lying directly
+    in it: a sentence saying how to reach them; else ``""``."""
+    if not url.startswith("jsonl://"):
+        return ""
+    path = parse_url(url).path
+    if path is None or not os.path.isdir(path):
+        return ""
+    files = sorted(name for name in os.listdir(path) if name.endswith(".jsonl"))
+    if not files:
+        return ""
+    return (
+        f"{len(files)} session files lie directly in {path}, outside pi's layout "
+        f"(<root>/--<cwd>--/<file>.jsonl): open one by its path, e.g. sessiontree show {os.path.join(path, files[0])}"
+    )
+
+
 def _only_session(repo: SessionRepo, where: str) -> SessionMetadata:
     sessions = repo.list()
     if len(sessions) == 1:
         return sessions[0]
     if not sessions:
+        hint = flat_files_hint(where)
+        if hint:
+            raise UsageError(f"{where} holds no sessions: {hint}")
         raise UsageError(f"{where} holds no sessions; write one with: sessiontree demo {where}")
     raise UsageError(
         f"{where} holds {len(sessions)} sessions: name one with --session ID (see: sessiontree ls {where})"

@@ -16,7 +16,15 @@ from ..errors import SessionTreeError
 from ..model import SessionMetadata
 from ..plugins import open_repo
 from ..values import branch_tip_inventory_prefix
-from .common import add_examples, iso_time, list_sessions, print_json, repository_url, stdout_console
+from .common import (
+    add_examples,
+    flat_files_hint,
+    iso_time,
+    list_sessions,
+    print_json,
+    repository_url,
+    stdout_console,
+)
 
 __all__ = ["SessionSummary", "summarize_sessions"]
 
@@ -126,7 +134,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     console = stdout_console()
     if not summaries:
-        console.print(f"No sessions in {url}")
+        hint = flat_files_hint(url)
+        console.print(f"No sessions in {url}" + (f"; {hint}" if hint else ""), soft_wrap=True)
         return 0
     table = Table(title=f"{len(summaries)} sessions in {url} (times in UTC)", title_justify="left")
     for column, justify, wrap in (
