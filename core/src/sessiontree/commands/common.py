@@ -126,7 +126,8 @@ def flat_files_hint(url: str) -> str:
         return ""
     return (
         f"{len(files)} session files lie directly in {path}, outside pi's layout "
-        f"(<root>/--<cwd>--/<file>.jsonl): open one by its path, e.g. sessiontree show {os.path.join(path, files[0])}"
+        "(<root>/--<cwd>--/<file>.jsonl): open one by its path, "
+        f"e.g. sessiontree show {os.path.join(path, files[0])}"
     )
 
 
