@@ -31,6 +31,7 @@ from benchmarks.datasets import (  # noqa: E402
 from benchmarks.goals import compare, target_for  # noqa: E402
 from benchmarks.memory_open import measure_open, seed_closed_session  # noqa: E402
 from benchmarks.pi import load_pi_results  # noqa: E402
+from benchmarks.profiling import SCENARIOS, profile_scenario, shares  # noqa: E402
 from benchmarks.results import Result, median, result_from_samples  # noqa: E402
 from benchmarks.scenarios import APPEND_COUNT, Plan, plan_for_sizes, run_backend  # noqa: E402
 
@@ -138,6 +139,16 @@ def test_fresh_process_open_reports_time_and_rss(tmp_path: Path) -> None:
     assert measured.entries == 300 and measured.backend == "jsonl"
     assert measured.file_bytes > 300 * 256
     assert measured.open_ms > 0 and measured.rss_mb > 0 and measured.peak_rss_mb >= measured.rss_mb
+
+
+@pytest.mark.parametrize("name", INSTALLED)
+def test_profiler_runs_every_scenario_and_reports_shares(name: str) -> None:
+    (backend,) = select_backends(discover_backends(), [name])
+    for scenario in SCENARIOS:
+        functions, modules = shares(profile_scenario(backend, scenario, linear_dataset(30), runs=1), top=5)
+        assert 0 < len(functions) <= 5 and 0 < len(modules) <= 5
+        assert all(0 <= share <= 1 for share, _ in functions + modules)
+        assert sum(share for share, _ in modules) <= 1.0 + 1e-9
 
 
 # --- ratios and targets -------------------------------------------------------------------------------
