@@ -19,6 +19,8 @@ import attrs
 
 from .contracts import BranchFork, ForkOptions
 from .errors import InvalidQueryError, StorageValidationError
+from .jsjson import MAX_SAFE_INTEGER, safe_integer
+from .jsjson import template_string as js_string
 from .fork import (
     DROP,
     MISSING_ENTRY,
@@ -46,37 +48,14 @@ from .usage import add_usage, empty_usage
 from .values import check_address_parts
 from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
-__all__ = ["EntryNode", "PreparedCommit", "SessionState", "js_string", "MAX_SAFE_INTEGER"]
+__all__ = ["EntryNode", "PreparedCommit", "SessionState", "MAX_SAFE_INTEGER", "js_string"]
 
-MAX_SAFE_INTEGER = 2**53 - 1
 T = TypeVar("T")
 TIP_NAMESPACE = "pi.branch.tip"
 
 
-def is_safe_integer(value: object) -> bool:
-    """``Number.isSafeInteger``: an integral number (not a bool) within ±(2^53 − 1)."""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if isinstance(value, float):
-        return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
-    return False
 
 
-def js_string(value: object) -> str:
-    """How a JS template literal prints ``value`` (for pi-compatible messages)."""
-    if value is ABSENT:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value)
 
 
 def _slice_limit(limit: object) -> int | None:
@@ -255,7 +234,7 @@ class SessionState:
         nodes, usage = self._nodes, self._usage
         for write in writes:
             seq = write.seq
-            if not is_safe_integer(seq) or seq <= previous:  # type: ignore[operator]
+            if safe_integer(seq) is None or seq <= previous:  # type: ignore[operator]
                 raise StorageValidationError(f"Non-monotonic storage sequence: {js_string(seq)}")
             previous = seq  # type: ignore[assignment]
             if isinstance(write, EntryWrite):
@@ -376,7 +355,7 @@ class SessionState:
 
     def advance_next_seq(self, high_water_mark: int) -> None:
         """Raise ``next_seq`` to at least ``high_water_mark`` (a JSONL header's ``nextSeq``)."""
-        if not is_safe_integer(high_water_mark) or high_water_mark < 1:
+        if safe_integer(high_water_mark) is None or high_water_mark < 1:
             raise StorageValidationError(
                 f"Invalid storage sequence high-water mark: {js_string(high_water_mark)}"
             )
@@ -392,6 +371,13 @@ class SessionState:
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         nodes = self._nodes
+        if self._held is not None:
+            # Every node is an EntryNode holding its entry; a repeated id keeps its first position.
+            return {
+                entry_id: node._entry  # type: ignore[misc]
+                for entry_id in ids
+                if (node := nodes.get(entry_id)) is not None
+            }
         found: dict[str, Entry] = {}
         for entry_id in ids:
             node = nodes.get(entry_id)
@@ -414,7 +400,7 @@ class SessionState:
     def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
         options = options or ListReadOptions()
         limit = options.limit
-        if not is_safe_integer(limit) or limit <= 0:  # type: ignore[operator]
+        if safe_integer(limit) is None or limit <= 0:  # type: ignore[operator]
             raise InvalidQueryError("List read limit must be a positive safe integer")
         limit = min(int(limit), LIST_READ_MAX_LIMIT)  # type: ignore[arg-type]
         elements = self._lists.get((address.namespace, address.key))
