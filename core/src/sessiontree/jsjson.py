@@ -320,3 +320,39 @@ def _slow_loads(text: str | bytes | bytearray | memoryview, fast_error: Exceptio
         raise JSONDecodeError(f"Invalid JSON: {detail}") from error
     except RecursionError as error:
         raise JSONDecodeError("Invalid JSON: nested too deeply") from error
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""``Number.MAX_SAFE_INTEGER``."""
+
+
+def safe_integer(value: object, minimum: int = -MAX_SAFE_INTEGER) -> int | None:
+    """``value`` as an int when ``Number.isSafeInteger(value) && value >= minimum``, else ``None``.
+
+    Bools are not numbers; an integral float such as ``2.0`` is.
+    """
+    kind = type(value)
+    if kind is int:
+        return value if minimum <= value <= MAX_SAFE_INTEGER else None  # type: ignore[operator,return-value]
+    if kind is float and value.is_integer() and minimum <= value <= MAX_SAFE_INTEGER:  # type: ignore[attr-defined,operator]
+        return int(value)  # type: ignore[call-overload,no-any-return]
+    return None
+
+
+def template_string(value: object) -> str:
+    """How a JS template literal prints ``value`` (``${value}``), for pi-compatible messages."""
+    if value is ABSENT:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return format_number(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join("" if item is None or item is ABSENT else template_string(item) for item in value)
+    return "[object Object]"

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from . import values
+from . import jsjson, values
 from .admission import notify_admitted
 from .contracts import IdGenerator, Storage
 from .errors import (
@@ -62,7 +62,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-_MAX_SAFE_INTEGER = 2**53 - 1
 _INACTIVE_MESSAGE = "SessionMutator cannot be used outside its mutation callback"
 _COMMIT_ATTEMPTED_MESSAGE = "SessionMutator commit already attempted"
 
@@ -555,7 +554,7 @@ class StorageBackedSession:
         resolved: SeqOrder = "desc" if order is None else order
         if cursor is not None:
             # pi's early exits (they keep its bounds inside the safe-integer range).
-            if resolved == "asc" and cursor == _MAX_SAFE_INTEGER:
+            if resolved == "asc" and cursor == jsjson.MAX_SAFE_INTEGER:
                 return []
             if resolved == "desc" and cursor <= 1:
                 return []

@@ -80,7 +80,6 @@ __all__ = [
     "usage_to_wire",
 ]
 
-_MAX_SAFE_INTEGER = 2**53 - 1
 WireObject = dict[str, Any]
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -99,33 +98,8 @@ def _keys_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return keys
 
 
-def _safe_integer(value: object) -> int | None:
-    """``Number.isSafeInteger(value) ? value : undefined`` (bools are not numbers; 2.0 is)."""
-    t = type(value)
-    if t is int:
-        return value if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else None  # type: ignore[return-value,operator]
-    if t is float and value.is_integer() and abs(value) <= _MAX_SAFE_INTEGER:  # type: ignore[attr-defined,arg-type]
-        return int(value)  # type: ignore[call-overload,no-any-return]
-    return None
 
 
-def _js_string(value: object) -> str:
-    """How a JS template literal prints ``value`` (for pi's ``...: <op>`` messages)."""
-    if value is ABSENT:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return jsjson.format_number(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join("" if item is None or item is ABSENT else _js_string(item) for item in value)
-    return "[object Object]"
 
 
 def _ordered(fields: dict[str, Any], extra: Mapping[str, Any], keys: tuple[str, ...] | None) -> WireObject:
@@ -182,7 +156,7 @@ def _show(value: object) -> str:
 
 
 def _integer_member(obj: Mapping[str, Any], key: str, what: str) -> int:
-    value = _safe_integer(obj.get(key))
+    value = jsjson.safe_integer(obj.get(key))
     if value is None:
         raise StorageFormatError(
             f"Invalid {what}: {key} must be a safe integer, got {_show(obj.get(key, ABSENT))}"
@@ -379,7 +353,7 @@ def _decode_row(obj: Mapping[str, Any], *, skip: str | None, seq: int | None, ke
 def usage_row_from_wire(obj: object, *, new: bool = False) -> UsageRow:
     """Decode a usage row. ``new=True`` (an input row) ignores a ``seq`` value but keeps its position."""
     row = _decode_row(_require_object(obj, "usage row"), skip=None, seq=None, keep_seq=not new)
-    if not new and row.seq is not None and _safe_integer(row.seq) is None:
+    if not new and row.seq is not None and jsjson.safe_integer(row.seq) is None:
         raise StorageFormatError(f"Invalid usage row seq: {_show(row.seq)}")
     return row
 
@@ -500,7 +474,7 @@ def entry_from_wire(obj: object, *, new: bool = False) -> Entry:
     if not new:
         for name in ("seq", "timestamp"):
             value = getattr(entry, name)
-            if value is not None and _safe_integer(value) is None:
+            if value is not None and jsjson.safe_integer(value) is None:
                 raise StorageFormatError(f"Invalid entry {name}: {_show(value)}")
     return entry
 
@@ -602,12 +576,12 @@ def committed_write_from_wire(obj: object) -> Write:
     if type(obj) is not dict:
         if not isinstance(obj, dict):
             raise StorageFormatError("Invalid JSONL transaction write")
-    seq = _safe_integer(obj.get("seq"))
+    seq = jsjson.safe_integer(obj.get("seq"))
     if seq is None or seq < 1:
         raise StorageFormatError("Invalid JSONL write seq")
     kind = obj.get("kind", ABSENT)
     if kind == "entry":
-        timestamp = _safe_integer(obj.get("timestamp"))
+        timestamp = jsjson.safe_integer(obj.get("timestamp"))
         if timestamp is None or timestamp < 0:
             raise StorageFormatError("Invalid JSONL entry timestamp")
         return EntryWrite(_decode_entry(obj, skip="kind", keep_seq=False, seq=seq, timestamp=timestamp))
@@ -617,17 +591,17 @@ def committed_write_from_wire(obj: object) -> Write:
             return _address_write(ValueSet, obj, seq, True)
         if op == "delete":
             return _address_write(ValueDelete, obj, seq, False)
-        raise StorageFormatError(f"Invalid JSONL value operation: {_js_string(op)}")
+        raise StorageFormatError(f"Invalid JSONL value operation: {jsjson.template_string(op)}")
     if kind == "list":
         op = obj.get("op", ABSENT)
         if op == "append":
             return _address_write(ListAppend, obj, seq, True)
         if op == "delete":
             return _address_write(ListDelete, obj, seq, False)
-        raise StorageFormatError(f"Invalid JSONL list operation: {_js_string(op)}")
+        raise StorageFormatError(f"Invalid JSONL list operation: {jsjson.template_string(op)}")
     if kind == "usage":
         return UsageWrite(_decode_row(obj, skip="kind", seq=seq, keep_seq=False))
-    raise StorageFormatError(f"Invalid JSONL write kind: {_js_string(kind)}")
+    raise StorageFormatError(f"Invalid JSONL write kind: {jsjson.template_string(kind)}")
 
 
 def encode_transaction(writes: Sequence[Write]) -> str:
@@ -692,7 +666,7 @@ def input_write_from_wire(obj: object) -> Write:
         op = o.get("op", ABSENT)
         ops = ("set", "delete") if kind == "value" else ("append", "delete")
         if op not in ops:
-            raise StorageFormatError(f"Invalid {kind} operation: {_js_string(op)}")
+            raise StorageFormatError(f"Invalid {kind} operation: {jsjson.template_string(op)}")
         with_value = op != "delete"
         allowed = (
             ("kind", "op", "namespace", "key", "value") if with_value else ("kind", "op", "namespace", "key")
@@ -708,7 +682,7 @@ def input_write_from_wire(obj: object) -> Write:
             ("list", "delete"): ListDelete,
         }[(kind, op)]
         return cls(**kwargs)  # type: ignore[no-any-return]
-    raise StorageFormatError(f"Invalid write kind: {_js_string(kind)}")
+    raise StorageFormatError(f"Invalid write kind: {jsjson.template_string(kind)}")
 
 
 def input_write_to_wire(write: Write) -> WireObject:
@@ -863,15 +837,15 @@ def metadata_from_wire(obj: object) -> SessionMetadata:
     o = _require_object(obj, "session metadata")
     if not isinstance(o.get("id"), str):
         raise StorageFormatError("Invalid session metadata: id must be a string")
-    if _safe_integer(o.get("createdAt")) is None:
+    if jsjson.safe_integer(o.get("createdAt")) is None:
         raise StorageFormatError("Invalid session metadata: createdAt must be a safe integer")
     kwargs: dict[str, Any] = {}
     for wire, attr in _METADATA_ATTRS:
         if wire in o:
             kwargs[attr] = o[wire]
-    kwargs["created_at"] = _safe_integer(o["createdAt"])
+    kwargs["created_at"] = jsjson.safe_integer(o["createdAt"])
     kwargs.setdefault("storage_version", 1)
-    if _safe_integer(kwargs["storage_version"]) is None:
+    if jsjson.safe_integer(kwargs["storage_version"]) is None:
         raise StorageFormatError("Invalid session metadata: storageVersion must be a safe integer")
     for wire in ("cwd", "path", "parentSessionId", "legacyParentSessionPath"):
         if wire in o and not isinstance(o[wire], str):

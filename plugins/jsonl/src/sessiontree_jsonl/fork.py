@@ -45,7 +45,6 @@ from .lines import iter_handle_lines
 
 __all__ = ["ForkResult", "SourceIndex", "fork_session_file", "iter_v4_writes"]
 
-_MAX_SAFE_INTEGER = 2**53 - 1
 _TIP = "pi.branch.tip"
 # Stands in for a missing "value" member while the policy decides, so "copy it" and DROP stay apart.
 _NO_VALUE = object()
@@ -64,40 +63,28 @@ class ForkResult:
     """Entries copied."""
 
 
-def _safe_int(value: object, minimum: int) -> int | None:
-    if type(value) is int:
-        return value if minimum <= value <= _MAX_SAFE_INTEGER else None  # type: ignore[operator,return-value]
-    if type(value) is float and value.is_integer() and minimum <= value <= _MAX_SAFE_INTEGER:  # type: ignore[attr-defined,operator]
-        return int(value)  # type: ignore[call-overload,no-any-return]
-    return None
 
 
-def _js_text(value: object) -> str:
-    if value is ABSENT:
-        return "undefined"
-    if isinstance(value, str):
-        return value
-    return jsjson.dumps(value) if not isinstance(value, (dict, list)) else "[object Object]"
 
 
 def _check_write(write: object) -> dict[str, Any]:
     """pi's per-write checks of ``parseJsonlTransaction`` (no replay validation), with pi's causes."""
     if not isinstance(write, dict):
         raise StorageFormatError("Invalid JSONL transaction write")
-    if _safe_int(write.get("seq"), 1) is None:
+    if jsjson.safe_integer(write.get("seq"), 1) is None:
         raise StorageFormatError("Invalid JSONL write seq")
     kind = write.get("kind", ABSENT)
     if kind == "entry":
-        if _safe_int(write.get("timestamp"), 0) is None:
+        if jsjson.safe_integer(write.get("timestamp"), 0) is None:
             raise StorageFormatError("Invalid JSONL entry timestamp")
     elif kind == "value":
         if write.get("op", ABSENT) not in ("set", "delete"):
-            raise StorageFormatError(f"Invalid JSONL value operation: {_js_text(write.get('op', ABSENT))}")
+            raise StorageFormatError(f"Invalid JSONL value operation: {jsjson.template_string(write.get('op', ABSENT))}")
     elif kind == "list":
         if write.get("op", ABSENT) not in ("append", "delete"):
-            raise StorageFormatError(f"Invalid JSONL list operation: {_js_text(write.get('op', ABSENT))}")
+            raise StorageFormatError(f"Invalid JSONL list operation: {jsjson.template_string(write.get('op', ABSENT))}")
     elif kind != "usage":
-        raise StorageFormatError(f"Invalid JSONL write kind: {_js_text(kind)}")
+        raise StorageFormatError(f"Invalid JSONL write kind: {jsjson.template_string(kind)}")
     return write
 
 

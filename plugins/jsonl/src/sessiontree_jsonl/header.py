@@ -30,7 +30,6 @@ __all__ = [
 
 JSONL_FORMAT_VERSION = 4
 JSONL_STORAGE_VERSION = 1
-_MAX_SAFE_INTEGER = 2**53 - 1
 _V4_KNOWN = frozenset(
     (
         "v",
@@ -51,13 +50,6 @@ class HeaderError(StorageFormatError):
     ``Unsupported JSONL session header``)."""
 
 
-def _safe_int(value: object, minimum: int) -> int | None:
-    """``Number.isSafeInteger(value) && value >= minimum`` as an int, else ``None``."""
-    if type(value) is int:
-        return value if minimum <= value <= _MAX_SAFE_INTEGER else None
-    if type(value) is float and value.is_integer() and minimum <= value <= _MAX_SAFE_INTEGER:
-        return int(value)
-    return None
 
 
 def _is_number(value: object, expected: int) -> bool:
@@ -164,13 +156,13 @@ def _v4_header(value: object) -> JsonlHeader | None:
         return None
     if type(f.get("id")) is not str or type(f.get("cwd")) is not str:
         return None
-    storage_version = _safe_int(f.get("storageVersion"), 1)
-    created_at = _safe_int(f.get("createdAt"), 0)
+    storage_version = jsjson.safe_integer(f.get("storageVersion"), 1)
+    created_at = jsjson.safe_integer(f.get("createdAt"), 0)
     if storage_version is None or created_at is None:
         return None
     next_seq: int | None = None
     if "nextSeq" in f:
-        next_seq = _safe_int(f["nextSeq"], 1)
+        next_seq = jsjson.safe_integer(f["nextSeq"], 1)
         if next_seq is None:
             return None
     if not _optional_str(f, "parentSessionId") or not _optional_str(f, "legacyParentSessionPath"):

@@ -98,21 +98,6 @@ class LegacyV3Options:
 # --- JS semantics the importer inherits ---------------------------------------------------------
 
 
-def _js_text(value: object) -> str:
-    """JS ``String(value)`` (template literals) for parsed JSON values."""
-    if value is ABSENT:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return jsjson.format_number(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return ",".join("" if item is None or item is ABSENT else _js_text(item) for item in value)
-    return "[object Object]"
 
 
 def _js_truthy(value: object) -> bool:
@@ -130,7 +115,7 @@ def _js_get(obj: object, key: str) -> object:
     if isinstance(obj, dict):
         return obj.get(key, ABSENT)
     if obj is None or obj is ABSENT:
-        raise LegacyV3Error(f"Cannot read properties of {_js_text(obj)} (reading '{key}')")
+        raise LegacyV3Error(f"Cannot read properties of {jsjson.template_string(obj)} (reading '{key}')")
     if isinstance(obj, (str, list)) and key == "length":
         return len(obj)
     return ABSENT
@@ -149,7 +134,7 @@ def _to_number(value: object) -> float:
 def _js_add(left: object, right: object) -> object:
     """JS binary ``+`` on parsed JSON values (numbers add, anything stringy concatenates)."""
     if isinstance(left, (str, list, dict)) or isinstance(right, (str, list, dict)):
-        return _js_text(left) + _js_text(right)
+        return jsjson.template_string(left) + jsjson.template_string(right)
     return _to_number(left) + _to_number(right)
 
 
@@ -444,20 +429,20 @@ class LegacyV3Source:
             if not isinstance(record_type, str) or not (
                 record_type in _RETAINED or record_type in _DISCARDED or (extended and record_type in _EXTENDED)
             ):
-                raise self._error(f"Unsupported legacy v3 record type: {_js_text(record_type)}", line_number)
+                raise self._error(f"Unsupported legacy v3 record type: {jsjson.template_string(record_type)}", line_number)
             assert isinstance(record, dict)
             legacy_id = record.get("id", ABSENT)
             key = legacy_id_key(legacy_id)
             if key in self._records:
-                raise self._error(f"Duplicate legacy v3 entry id: {_js_text(legacy_id)}", line_number)
+                raise self._error(f"Duplicate legacy v3 entry id: {jsjson.template_string(legacy_id)}", line_number)
             parent_id = record.get("parentId", ABSENT)
             parent: _Record | None = None
             if parent_id is not None:
                 parent = self._records.get(legacy_id_key(parent_id))
                 if parent is None:
                     raise self._error(
-                        f"Legacy v3 entry {_js_text(legacy_id)} has a missing or forward parent at line "
-                        f"{line_number}: {_js_text(parent_id)}",
+                        f"Legacy v3 entry {jsjson.template_string(legacy_id)} has a missing or forward parent at line "
+                        f"{line_number}: {jsjson.template_string(parent_id)}",
                         line_number,
                     )
             entry = _Record(key, legacy_id, record_type, parent, line_number)
@@ -535,7 +520,7 @@ class LegacyV3Source:
             return None
         record = self._records.get(legacy_id_key(legacy_id))
         if record is None:
-            raise self._error(f"Missing legacy v3 entry reference: {_js_text(legacy_id)}")
+            raise self._error(f"Missing legacy v3 entry reference: {jsjson.template_string(legacy_id)}")
         return record.mapped_id
 
     def _derive_values(self) -> None:
@@ -730,9 +715,9 @@ class LegacyV3Source:
                 tail.reverse()
                 return tail
             walker = walker.parent
-        first_kept = "undefined" if plan.first_kept is None else _js_text(self._legacy_id_of(plan.first_kept))
+        first_kept = "undefined" if plan.first_kept is None else jsjson.template_string(self._legacy_id_of(plan.first_kept))
         raise self._error(
-            f"Legacy v3 compaction {_js_text(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
+            f"Legacy v3 compaction {jsjson.template_string(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
             entry.line,
         )
 
@@ -775,10 +760,6 @@ def _nullish(value: object, default: JsonValue) -> JsonValue:
     return default if value is ABSENT or value is None else value
 
 
-def _is_safe_integer(value: object, minimum: int) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return value == value and int(value) == value and minimum <= value <= 2**53 - 1
 
 
 def _v4_header_id(value: JsonValue) -> str | None:
@@ -787,9 +768,9 @@ def _v4_header_id(value: JsonValue) -> str | None:
         return None
     if isinstance(value.get("v"), bool) or not isinstance(value.get("cwd"), str):
         return None
-    if not _is_safe_integer(value.get("storageVersion"), 1) or not _is_safe_integer(value.get("createdAt"), 0):
+    if jsjson.safe_integer(value.get("storageVersion"), 1) is None or jsjson.safe_integer(value.get("createdAt"), 0) is None:
         return None
-    if "nextSeq" in value and not _is_safe_integer(value["nextSeq"], 1):
+    if "nextSeq" in value and jsjson.safe_integer(value["nextSeq"], 1) is None:
         return None
     for optional in ("parentSessionId", "legacyParentSessionPath"):
         if optional in value and not isinstance(value[optional], str):

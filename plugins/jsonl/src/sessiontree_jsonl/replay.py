@@ -37,7 +37,6 @@ from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, V
 
 __all__ = ["EntrySource", "LazyEntryNode", "Replayer", "line_error"]
 
-_MAX_SAFE_INTEGER = 2**53 - 1
 _UNSET = msgspec.UNSET
 _OPEN_BRACE = ord("{")
 _OPEN_BRACKET = ord("[")
@@ -327,14 +326,14 @@ class Replayer:
                 at = cursor if compact else data.index(b"{", cursor, end)
                 cursor = at + length + 1
             seq = record.seq
-            if seq <= previous or seq > _MAX_SAFE_INTEGER:
+            if seq <= previous or seq > jsjson.MAX_SAFE_INTEGER:
                 raise _NeedsExactPath
             previous = seq
             kind = type(record)
             if kind is LazyEntryNode:
                 entry_id = record.id
                 timestamp = record.timestamp
-                if timestamp < 0 or timestamp > _MAX_SAFE_INTEGER:
+                if timestamp < 0 or timestamp > jsjson.MAX_SAFE_INTEGER:
                     raise _NeedsExactPath
                 if (
                     has_entry(entry_id)
