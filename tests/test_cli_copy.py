@@ -45,6 +45,16 @@ def v3_sessions() -> list[Path]:
     return sorted(p for p in FIXTURES.glob("v3/*.jsonl") if ".upgraded." not in p.name)
 
 
+def accepted_sessions() -> list[Path]:
+    """Near-miss files pi opens (BOM, CRLF, seq gaps, nextSeq above and below, unknown entry types...)."""
+    return sorted(FIXTURES.glob("accepted/*.jsonl"))
+
+
+def is_v3(path: Path) -> bool:
+    first = path.read_bytes().split(b"\n", 1)[0].removeprefix(b"\xef\xbb\xbf")
+    return json.loads(first).get("type") == "session"
+
+
 def header_id(path: Path) -> str:
     first = path.read_bytes().split(b"\n", 1)[0].removeprefix(b"\xef\xbb\xbf")
     return str(json.loads(first)["id"])
@@ -145,6 +155,26 @@ def test_pi_reads_a_copied_v3_session_as_sessiontree_does(v3_root: Path, tmp_pat
     assert pi.stdout == ok(run("dump", str(path), cwd=tmp_path))
 
 
+@pytest.mark.parametrize("source", accepted_sessions(), ids=lambda p: p.name)
+def test_accepted_files_copy_with_the_same_dump(source: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "src" / "--x--"
+    folder.mkdir(parents=True)
+    shutil.copy(source, folder / source.name)
+    rows = json.loads(
+        ok(run("copy", str(tmp_path / "src"), str(tmp_path / "there"), "--verify", "--json", cwd=tmp_path))
+    )
+    assert [(row["status"], row["message"]) for row in rows] == [("copied", "verified")]
+    (final,) = (tmp_path / "there").rglob("*.jsonl")
+    dump = json.loads(ok(run("dump", str(final), cwd=tmp_path)))
+    golden = json.loads(source.with_suffix(".dump.json").read_text(encoding="utf-8"))
+    if is_v3(source):
+        dump = normalize_dump(dump, source.read_text(encoding="utf-8"))
+        assert dump.pop("usage")[0]["details"] == {"source": "v3-import"} and golden.pop("usage") == []
+        assert dump.pop("legacyV3") is False and golden.pop("legacyV3") is True
+        assert dump["header"].pop("nextSeq") == golden["header"].pop("nextSeq") + 1
+    assert format_dump(dump) == format_dump(golden)
+
+
 def test_copy_resumes_skips_identical_sessions_and_refuses_to_overwrite(
     v4_root: Path, tmp_path: Path
 ) -> None:
@@ -211,14 +241,14 @@ DECREASING_TIMESTAMPS = FIXTURES / "v3" / "timestamps.jsonl"
 
 @pytest.mark.parametrize(
     "source",
-    [p for p in v4_sessions() + v3_sessions() if p != DECREASING_TIMESTAMPS],
+    [p for p in v4_sessions() + v3_sessions() + accepted_sessions() if p != DECREASING_TIMESTAMPS],
     ids=lambda p: str(p.relative_to(FIXTURES)),
 )
 def test_through_memory_and_back_keeps_the_dump(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    if source.parent.name == "v3":
+    if is_v3(source):
         shutil.copytree(FIXTURES / "v3" / "parents", tmp_path / "parents", dirs_exist_ok=True)
     folder = tmp_path / "src" / "--x--"
     folder.mkdir(parents=True)
@@ -240,7 +270,7 @@ def test_through_memory_and_back_keeps_the_dump(
     (final,) = (tmp_path / "back").rglob("*.jsonl")
     dump = json.loads(ok(run("dump", str(final), cwd=tmp_path)))
     golden = json.loads(source.with_suffix(".dump.json").read_text(encoding="utf-8"))
-    if source.parent.name == "v3":
+    if is_v3(source):
         dump = normalize_dump(dump, text)
         golden["usage"] = dump["usage"][-1:]  # the adjustment row (see the v3 test above)
         golden["stats"] = json.loads(json.dumps(golden["stats"]).replace("null", "0"))
