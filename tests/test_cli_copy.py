@@ -358,3 +358,29 @@ def test_import_pi_takes_an_explicit_directory(v4_root: Path, tmp_path: Path) ->
         result.returncode == 1
         and "import-pi takes [PI_SESSIONS_DIR] DST_URL, got 3 arguments" in result.stderr
     )
+
+
+def test_a_huge_seq_gap_is_kept_in_jsonl_and_refused_through_commits(tmp_path: Path) -> None:
+    header = {
+        "v": 4,
+        "kind": "header",
+        "id": "gap",
+        "storageVersion": 1,
+        "createdAt": 5,
+        "cwd": "/w",
+        "nextSeq": 10**9,
+    }
+    line = {"kind": "value", "op": "set", "seq": 1, "namespace": "pi.session.name", "key": "", "value": "n"}
+    folder = tmp_path / "src" / "--w--"
+    folder.mkdir(parents=True)
+    (folder / "gap.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+    (row,) = json.loads(
+        ok(run("copy", str(tmp_path / "src"), str(tmp_path / "there"), "--verify", "--json", cwd=tmp_path))
+    )
+    assert row["status"] == "copied"
+    (final,) = (tmp_path / "there").rglob("*.jsonl")
+    assert json.loads(final.read_text(encoding="utf-8").split("\n")[0])["nextSeq"] == 10**9
+    result = run("copy", str(tmp_path / "src"), "memory://", "--json", cwd=tmp_path)
+    assert result.returncode == 1
+    (row,) = json.loads(result.stdout)
+    assert row["status"] == "failed" and "skips 999999998 seqs" in row["message"]

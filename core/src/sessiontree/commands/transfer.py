@@ -311,11 +311,9 @@ def _gap_key(snapshot: SessionSnapshot) -> str:
     return key
 
 
-def _entry_timestamp(transaction: Sequence[Write]) -> int | None:
-    stamps = {w.entry.timestamp for w in transaction if isinstance(w, EntryWrite)}
-    if len(stamps) > 1:
-        return None
-    return next(iter(stamps), None)
+def _entry_timestamp(commit: Sequence[Write]) -> int | None:
+    """The timestamp the entries of ``commit`` share (:func:`_commits` splits where they differ)."""
+    return next((w.entry.timestamp for w in commit if isinstance(w, EntryWrite)), None)
 
 
 def _commits(snapshot: SessionSnapshot) -> list[tuple[Write, ...]]:
@@ -334,28 +332,24 @@ def _commits(snapshot: SessionSnapshot) -> list[tuple[Write, ...]]:
     commits: list[tuple[Write, ...]] = []
     expected = 1
     for transaction in snapshot.transactions:
-        first = _seq_of(transaction[0])
-        if first < expected:
-            raise TransferError(f"Session {snapshot.metadata.id}: seq {first} is out of order")
-        if first > expected:
-            commits.append(tuple(filler(first - expected)))
-        pieces: list[list[Write]] = [[]]
-        previous_seq = first - 1
+        piece: list[Write] = []
+        stamp: int | None = None
         for write in transaction:
             seq = _seq_of(write)
-            if seq != previous_seq + 1:
-                pieces.append(filler(seq - previous_seq - 1))
-                pieces.append([])
-            pieces[-1].append(write)
-            previous_seq = seq
-        for piece in pieces:
-            if not piece:
-                continue
-            if _entry_timestamp(piece) is None and any(isinstance(w, EntryWrite) for w in piece):
-                commits.extend((write,) for write in piece)
-            else:
-                commits.append(tuple(piece))
-        expected = previous_seq + 1
+            if seq < expected:
+                raise TransferError(f"Session {snapshot.metadata.id}: seq {seq} is out of order")
+            timestamp = write.entry.timestamp if isinstance(write, EntryWrite) else None
+            if seq > expected or (timestamp is not None and stamp is not None and timestamp != stamp):
+                if piece:
+                    commits.append(tuple(piece))
+                piece, stamp = [], None
+                if seq > expected:
+                    commits.append(tuple(filler(seq - expected)))
+            piece.append(write)
+            stamp = timestamp if timestamp is not None else stamp
+            expected = seq + 1
+        if piece:
+            commits.append(tuple(piece))
     if snapshot.next_seq > expected:
         commits.append(tuple(filler(snapshot.next_seq - expected)))
     return commits
