@@ -117,6 +117,17 @@ _SCRIPT = """
 """
 
 
+# What a title starts with that its badge already says.
+_BADGE_PREFIXES = {
+    "user": "user: ",
+    "assistant": "assistant: ",
+    "tool": "tool ",
+    "compaction": "compaction ",
+    "branch_summary": "branch summary: ",
+    "custom": "custom ",
+}
+
+
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -130,7 +141,8 @@ def _entry_item(tree: SessionTree, entry_id: str) -> str:
         badges.append(f'<span class="label" title="label">⚑ {_e(label)}</span>')
     tips = tree.tips_at(entry_id)
     badges.extend(f'<span class="tip" title="tip of branch {_e(b)}">◀ {_e(b)}</span>' for b in tips)
-    title = view.title if len(view.title) <= 160 else view.title[:159] + "…"
+    title = view.title.removeprefix(_BADGE_PREFIXES.get(view.kind, "\0"))
+    title = title if len(title) <= 160 else title[:159] + "…"
     wire = format_dump(entry_to_wire(entry))
     attributes = (
         f'class="entry kind-{_e(view.kind)}" id="entry-{_e(entry_id)}" data-id="{_e(entry_id)}" '
