@@ -15,8 +15,15 @@ from typing import Any
 import pytest
 
 import sessiontree
-from sessiontree.commands.transfer import ReplayClock, copy_session, copy_sessions, read_snapshot
-from sessiontree.dump import format_dump, jsonl_inventory, normalize_dump
+from sessiontree.commands.transfer import (
+    ReplayClock,
+    SessionSnapshot,
+    copy_session,
+    copy_sessions,
+    read_snapshot,
+    restore_snapshot,
+)
+from sessiontree.dump import DumpInventory, format_dump, jsonl_inventory, normalize_dump
 
 FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
 SCRIPT = Path(sys.executable).parent / "sessiontree"
@@ -384,3 +391,36 @@ def test_a_huge_seq_gap_is_kept_in_jsonl_and_refused_through_commits(tmp_path: P
     assert result.returncode == 1
     (row,) = json.loads(result.stdout)
     assert row["status"] == "failed" and "skips 999999998 seqs" in row["message"]
+
+
+class _RestoringRepo:
+    """A repository that offers the ``restore_committed`` seam (recording what it was given)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.restored: list[dict[str, Any]] = []
+
+    def restore_committed(self, **snapshot: Any) -> Any:
+        self.restored.append(snapshot)
+        return restore_snapshot(self.inner, SessionSnapshot(inventory=DumpInventory(), **snapshot))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_repository_offering_restore_committed_is_given_the_committed_writes(tmp_path: Path) -> None:
+    folder = tmp_path / "src" / "--x--"
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURES / "v4" / "multi-write.jsonl", folder / "multi-write.jsonl")
+    with (
+        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}") as origin,
+        sessiontree.open_repo(f"jsonl://{tmp_path / 'there'}") as inner,
+    ):
+        destination = _RestoringRepo(inner)
+        (outcome,) = copy_sessions(origin, destination, verify=True)  # type: ignore[arg-type]
+    assert (outcome.status, outcome.message) == ("copied", "verified")
+    (call,) = destination.restored
+    assert set(call) == {"metadata", "header", "transactions", "next_seq"}
+    lines = (folder / "multi-write.jsonl").read_text(encoding="utf-8").splitlines()[1:]
+    assert len(call["transactions"]) == len([line for line in lines if line != "[]"])
+    assert call["metadata"].id == "session-multi-write" and call["header"]["id"] == "session-multi-write"

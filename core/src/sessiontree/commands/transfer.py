@@ -13,6 +13,7 @@ A copy reads a :class:`SessionSnapshot` of the source, the session's committed w
 
 and restores it at the destination:
 
+* through the repository's ``restore_committed`` when it has one (the seam a backend can offer);
 * into a **JSONL repository** by publishing the session file directly (header kept, one line per source
   transaction), in pi's layout, atomically and create-only;
 * into **any other repository** through ``create`` and ordinary commits, one per source transaction, with
@@ -401,7 +402,21 @@ def _commit(session: Session, writes: tuple[Write, ...]) -> CommitResult:
 def restore_snapshot(
     repo: SessionRepo, snapshot: SessionSnapshot, *, clock: ReplayClock | None = None
 ) -> SessionMetadata:
-    """Write ``snapshot`` into ``repo`` as a new session and return its metadata."""
+    """Write ``snapshot`` into ``repo`` as a new session and return its metadata.
+
+    A repository that offers ``restore_committed(*, metadata, header, transactions, next_seq)`` (create
+    a session holding exactly these committed writes, seqs and timestamps kept, create-only) is asked
+    to do it; the JSONL repository gets its file published; any other replays commits.
+    """
+    restore = getattr(repo, "restore_committed", None)
+    if callable(restore):
+        restored: SessionMetadata = restore(
+            metadata=snapshot.metadata,
+            header=snapshot.header,
+            transactions=snapshot.transactions,
+            next_seq=snapshot.next_seq,
+        )
+        return restored
     if _is_jsonl_repo(repo):
         return _restore_jsonl(repo, snapshot)
     return _restore_by_commits(repo, snapshot, clock)
