@@ -424,3 +424,16 @@ def test_a_repository_offering_restore_committed_is_given_the_committed_writes(t
     lines = (folder / "multi-write.jsonl").read_text(encoding="utf-8").splitlines()[1:]
     assert len(call["transactions"]) == len([line for line in lines if line != "[]"])
     assert call["metadata"].id == "session-multi-write" and call["header"]["id"] == "session-multi-write"
+
+
+def test_a_file_the_source_cannot_list_is_a_failure_the_others_still_copy(tmp_path: Path) -> None:
+    folder = tmp_path / "src" / "--w--"
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURES / "v4" / "linear.jsonl", folder / "linear.jsonl")
+    (folder / "gone.jsonl").symlink_to(tmp_path / "nowhere")
+    result = run("copy", str(tmp_path / "src"), str(tmp_path / "there"), "--json", cwd=tmp_path)
+    assert result.returncode == 1
+    rows = {row["id"]: row for row in json.loads(result.stdout)}
+    assert rows["session-linear"]["status"] == "copied"
+    failed = rows[str(folder / "gone.jsonl")]
+    assert failed["status"] == "failed" and "Failed to read session header" in failed["message"]

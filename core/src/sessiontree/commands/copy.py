@@ -52,8 +52,9 @@ def run_copy(
     """Copy, print the outcomes (a table, or JSON) and return the exit status (1 unless all went well)."""
     clock = ReplayClock()
     with open_repo(source_url) as source, open_destination(destination_url, clock) as destination:
-        total = len(source.list()) if ids is None else len(ids)
-        with _progress(total, enabled=not as_json) as advance:
+        with _progress(
+            lambda: len(source.list()) if ids is None else len(ids), enabled=not as_json
+        ) as advance:
             outcomes = copy_sessions(
                 source, destination, ids=ids, verify=verify, replace=replace, clock=clock, progress=advance
             )
@@ -65,9 +66,11 @@ def run_copy(
 
 
 @contextlib.contextmanager
-def _progress(total: int, *, enabled: bool) -> Iterator[Callable[[CopyOutcome], None] | None]:
+def _progress(count: Callable[[], int], *, enabled: bool) -> Iterator[Callable[[CopyOutcome], None] | None]:
+    """A progress bar on the stderr terminal for several sessions (``count`` is only asked then)."""
     console = stderr_console()
-    if not enabled or total < 2 or not console.is_terminal:
+    total = count() if enabled and console.is_terminal else 0
+    if total < 2:
         yield None
         return
     with Progress(

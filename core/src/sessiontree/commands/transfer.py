@@ -596,7 +596,18 @@ def copy_sessions(
 ) -> list[CopyOutcome]:
     """Copy the sessions of ``source`` (all, or those of ``ids``) into ``destination``, one by one; a
     session that fails is reported and the others still go. Unknown ``ids`` raise :class:`TransferError`."""
-    listed = source.list()
+    unreadable: list[CopyOutcome] = []
+    scan = getattr(source, "scan", None)
+    if callable(scan):
+        # A file repository says which files it could not even list (the JSONL repository's scan).
+        scanned = scan()
+        listed = list(scanned.sessions)
+        unreadable = [
+            CopyOutcome(id=error.path, status="failed", message=error.message, destination=None)
+            for error in scanned.errors
+        ]
+    else:
+        listed = source.list()
     if ids is not None:
         known = {m.id for m in listed}
         missing = [i for i in ids if i not in known]
@@ -605,7 +616,7 @@ def copy_sessions(
         wanted = set(ids)
         listed = [m for m in listed if m.id in wanted]
     present = list(destination.list())
-    outcomes: list[CopyOutcome] = []
+    outcomes: list[CopyOutcome] = [] if ids is not None else unreadable
     for metadata in listed:
         try:
             with source.open(metadata) as session:
