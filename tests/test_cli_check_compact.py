@@ -252,3 +252,21 @@ def test_compact_skips_a_v3_session_with_the_reason(tmp_path: Path) -> None:
 def test_compact_of_memory_says_there_is_nothing(tmp_path: Path) -> None:
     result = run("compact", "memory://", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == "No sessions in memory://\n"
+
+
+def test_check_repository_looks_into_every_session_of_any_backend() -> None:
+    import sessiontree
+    from sessiontree.commands.health import check_repository
+    from sessiontree.values import branch_tip, entry_label
+
+    with sessiontree.open_repo("memory://") as repo:
+        with repo.create(id="fine") as session:
+            main = session.create_branch("main", None)
+            session.set_label(main.append_message({"role": "user", "content": "hi", "timestamp": 1}), "first")
+        with repo.create(id="broken") as session:
+            session.set_value(branch_tip("lost"), "missing-entry")
+            session.set_value(entry_label("nowhere"), "L")
+        result = check_repository(repo)
+    assert result.checked == 2 and not result.ok
+    found = sorted((f.session, f.kind, f.severity) for f in result.findings)
+    assert found == [("broken", "dangling-label", "warning"), ("broken", "dangling-tip", "error")]

@@ -98,7 +98,7 @@ def list_sessions(repo: SessionRepo, *, cwd: str | None = None) -> list[SessionM
 def find_session(
     repo: SessionRepo, where: str, session_id: str, *, cwd: str | None = None
 ) -> SessionMetadata:
-    """The metadata of session ``session_id``; a missing or ambiguous id is a :class:`CommandError`."""
+    """The metadata of session ``session_id``; a missing or ambiguous id is a :class:`UsageError`."""
     found = [m for m in list_sessions(repo, cwd=cwd) if m.id == session_id]
     if not found:
         raise UsageError(

@@ -33,6 +33,7 @@ import attrs
 from ..contracts import SessionRepo, Storage
 from ..errors import SessionTreeError, StorageFormatError
 from ..values import branch_tip_inventory_prefix, value
+from .common import storage_of
 
 __all__ = ["CheckReport", "Finding", "check_path", "check_repository", "is_temp_file"]
 
@@ -298,12 +299,9 @@ def check_repository(repo: SessionRepo) -> CheckReport:
     for metadata in sessions:
         try:
             with repo.open(metadata) as session:
-                storage = getattr(session, "storage", None)
-                if storage is None:
-                    from .common import storage_of
-
-                    storage = storage_of(session)
-                findings.extend(_check_references(storage, path=metadata.path, session=metadata.id))
+                findings.extend(
+                    _check_references(storage_of(session), path=metadata.path, session=metadata.id)
+                )
         except (SessionTreeError, OSError, ValueError) as error:
             findings.append(
                 Finding(
