@@ -23,12 +23,11 @@ from .jsjson import MAX_SAFE_INTEGER, safe_integer
 from .jsjson import template_string as js_string
 from .fork import (
     DROP,
-    MISSING_ENTRY,
     ForkPlan,
     is_entry_copied_by,
     project_fork_value,
     require_configured_lane,
-    select_branch_fork,
+    select_branch_fork_on_path,
     tree_plan,
 )
 from .model import (
@@ -614,36 +613,67 @@ class SessionState:
 
     def fork_plan(self, options: ForkOptions) -> ForkPlan:
         """Select what a fork copies, with pi's checks in pi's order (§6.4)."""
+        return self._fork_selection(options)[0]
+
+    def _fork_selection(self, options: ForkOptions) -> tuple[ForkPlan, Sequence[EntryNode]]:
+        """The fork's plan and the nodes it copies, in seq order."""
         if not isinstance(options, BranchFork):
-            return tree_plan()
+            return tree_plan(), self._node_list
         tips = self._values.get(TIP_NAMESPACE, {})
         tip = tips[options.branch].value if options.branch in tips else ABSENT
-        plan = select_branch_fork(options, tip, self._parent_of)
+        path, missing = ([], None) if tip is ABSENT else self._fork_path(tip)
+        plan = select_branch_fork_on_path(options, tip, [node.id for node in path], missing=missing)
         lane = options.branch
         require_configured_lane(
             lane,
             lane in self._values.get("pi.lane.config", {}),
             lane in self._values.get("pi.lane.state", {}),
         )
-        return plan
+        # The selection is a suffix of the newest-first path; oldest first it is in seq order.
+        copied = path[len(path) - len(plan.selected) :]
+        copied.reverse()
+        return plan, copied
 
-    def _parent_of(self, entry_id: str) -> object:
-        node = self._nodes.get(entry_id)
-        return MISSING_ENTRY if node is None else node.parent_id
+    def _fork_path(self, tip: Any) -> tuple[list[EntryNode], Any]:
+        """The nodes from ``tip`` towards the root, newest first, and the id the walk could not find
+        (``None`` when it reached the root)."""
+        if tip is None:
+            return [], None
+        start = self._nodes.get(tip)
+        if start is None:
+            return [], tip
+        try:
+            return self._plain_walk(start, BranchScan(start=tip), self._node_list), None
+        except StorageValidationError:
+            pass  # a missing parent: walk node by node to name it, as pi's message does
+        path: list[EntryNode] = []
+        node: EntryNode | None = start
+        while node is not None:
+            path.append(node)
+            parent = node.parent_id
+            if parent is None:
+                return path, None
+            node = self._nodes.get(parent)
+        return path, parent
 
     def fork(self, options: ForkOptions) -> SessionState:
         """pi's in-memory ``createFork``: a new state with the selected entries (shared, same seqs),
         the projected values and list elements (same seqs), no usage ledger, and the same ``next_seq``.
         """
-        plan = self.fork_plan(options)
+        plan, copied_nodes = self._fork_selection(options)
         copied = is_entry_copied_by(plan)
         destination = SessionState()
-        selected = plan.selected
-        if plan.scope == "tree":
-            copied_nodes = self._node_list
+        if len(copied_nodes) == len(self._node_list):
+            # Every node is copied (a tree fork, or the branch is the whole session): copy the layout
+            # as it is instead of rebuilding it node by node.
+            destination._nodes = dict(self._nodes)
+            destination._node_list = list(self._node_list)
+            destination._node_seqs = list(self._node_seqs)
+            destination._run_starts = list(self._run_starts)
+            destination._held = None if self._held is None else list(self._held)
+            destination._message_count = self._message_count
         else:
-            copied_nodes = [node for node in self._node_list if node.id in selected]
-        destination.add_entry_nodes(copied_nodes)
+            destination.add_entry_nodes(copied_nodes)
         for stored in sorted(self.iter_values(), key=_stored_seq):
             a = stored.address
             projected = project_fork_value(a.namespace, a.key, stored.value, plan, copied)

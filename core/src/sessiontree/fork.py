@@ -8,7 +8,7 @@ which payload.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import attrs
@@ -26,6 +26,7 @@ __all__ = [
     "project_fork_value",
     "require_configured_lane",
     "select_branch_fork",
+    "select_branch_fork_on_path",
     "tree_plan",
 ]
 
@@ -65,30 +66,54 @@ def select_branch_fork(
     ``tip`` is the source's ``pi.branch.tip/<branch>`` value (ABSENT when the branch does not exist);
     ``get_parent(id)`` returns the entry's parent id (``None`` at a root) or :data:`MISSING_ENTRY`.
     """
-    branch = options.branch
     if tip is ABSENT:
-        raise ForkError(f"Unknown source branch: {branch}")
-    requested = options.entry_id if options.entry_id is not None else tip
-    before = options.position == "before"
-    selected: list[str] = []
-    found = requested is None
-    destination_tip: str | None = None
+        raise ForkError(f"Unknown source branch: {options.branch}")
+    path: list[str] = []
     current = tip
     while current is not None:
         parent = get_parent(current)
         if parent is MISSING_ENTRY:
-            raise ForkError(f"Corrupt source branch: missing parent {current}")
-        if found:
-            selected.append(current)
-        elif current == requested:
-            found = True
-            destination_tip = parent if before else current  # type: ignore[assignment]
-            if not before:
-                selected.append(current)
+            return select_branch_fork_on_path(options, tip, path, missing=current)
+        path.append(current)
         current = parent  # type: ignore[assignment]
-    if not found:
-        raise ForkError(f'Fork entry {requested} is not on source branch "{branch}"')
-    return ForkPlan(scope="branch", branch=branch, destination_tip=destination_tip, selected=frozenset(selected))
+    return select_branch_fork_on_path(options, tip, path)
+
+
+def select_branch_fork_on_path(
+    options: BranchFork,
+    tip: str | None | Absent,
+    path: Sequence[str],
+    *,
+    missing: str | None = None,
+) -> ForkPlan:
+    """:func:`select_branch_fork` over a branch path the caller already has (same rules and messages).
+
+    ``path`` is the ids from ``tip`` towards the root, newest first; ``missing`` is the id the walk could
+    not find (the path then ends at the entry whose parent it is), ``None`` when the path reaches the
+    root. The selected entries are always the last ``len(plan.selected)`` ids of ``path``.
+    """
+    branch = options.branch
+    if tip is ABSENT:
+        raise ForkError(f"Unknown source branch: {branch}")
+    # pi raises the corrupt-branch error during its walk, so it wins over a requested entry not found.
+    if missing is not None:
+        raise ForkError(f"Corrupt source branch: missing parent {missing}")
+    requested = options.entry_id if options.entry_id is not None else tip
+    if requested is None:
+        return ForkPlan(scope="branch", branch=branch, destination_tip=None, selected=frozenset(path))
+    try:
+        position = path.index(requested)
+    except ValueError:
+        raise ForkError(f'Fork entry {requested} is not on source branch "{branch}"') from None
+    if options.position == "before":
+        destination_tip = path[position + 1] if position + 1 < len(path) else None
+        selected = path[position + 1 :]
+    else:
+        destination_tip = requested
+        selected = path[position:]
+    return ForkPlan(
+        scope="branch", branch=branch, destination_tip=destination_tip, selected=frozenset(selected)
+    )
 
 
 def require_configured_lane(branch: str, has_config: bool, has_state: bool) -> None:
