@@ -21,7 +21,8 @@ and validation never looks at them), so only the surviving payloads are decoded 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -64,13 +65,18 @@ class LazyEntryNode(
         "offset": _NOT_FROM_JSON + "offset",
         "length": _NOT_FROM_JSON + "length",
         "loader": _NOT_FROM_JSON + "loader",
+        "held": _NOT_FROM_JSON + "held",
     },
 ):
     """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``.
 
     It offers what :class:`~sessiontree.engine.EntryNode` offers (the structural fields, ``entry`` and
     ``structure()``) and is decoded straight from a line's JSON by msgspec: no per-entry Python object
-    is built besides it, and it is not tracked by the cycle collector (it holds no containers).
+    is built besides it, and it is not tracked by the cycle collector (nothing it refers to refers back
+    to it: see :class:`EntrySource`).
+
+    ``held`` is the decoded entry while the source's cache keeps it (``None`` otherwise): a cache hit is
+    one attribute read, with no lock and no lookup.
     """
 
     seq: int
@@ -82,10 +88,14 @@ class LazyEntryNode(
     offset: int = 0
     length: int = 0
     loader: Any = None
+    held: Any = None
 
     @property
     def entry(self) -> Entry:
-        """The full entry, decoded from the file (or the source's cache)."""
+        """The full entry: the cached one, or decoded from the file."""
+        held = self.held
+        if held is not None:
+            return held  # type: ignore[no-any-return]
         return self.loader(self)  # type: ignore[no-any-return]
 
     def structure(self) -> EntryStructure:
@@ -99,9 +109,6 @@ class LazyEntryNode(
         )
 
 
-_AddNode = Callable[[LazyEntryNode], None]
-
-
 def as_engine_node(node: LazyEntryNode) -> EntryNode:
     """``node`` typed as the engine's node (it has the same interface; see :class:`LazyEntryNode`)."""
     return cast(EntryNode, node)
@@ -111,29 +118,64 @@ def as_engine_node(node: LazyEntryNode) -> EntryNode:
 
 
 class EntrySource:
-    """Decodes lazy entries from one open file, with a small cache of recently used entries.
+    """Decodes lazy entries from one open file and keeps the most recently decoded ones on their nodes.
 
     One source belongs to one generation of the file (one inode): after a compaction or an upgrade by
     any process, a new source is made for the new file while nodes of the old state keep reading the
     old, still open one.
+
+    The cache is a byte budget (the JSON length of each entry) over nodes whose ``held`` slot is set,
+    evicted first in, first out. Nodes reach the file through :attr:`loader`, which refers to this
+    source only weakly: the source holds cached nodes, so a strong reference back would be a cycle
+    through nodes the cycle collector does not track.
     """
 
     def __init__(self, handle: FileHandle, path: str, *, cache_bytes: int = 8 << 20) -> None:
         self.handle = handle
         self.path = path
-        self._cache: OrderedDict[str, tuple[Entry, int]] = OrderedDict()
+        self._held: deque[LazyEntryNode] = deque()
         self._cache_bytes = cache_bytes
         self._cached = 0
         self._lock = threading.Lock()
+        self.loader: Callable[[LazyEntryNode], Entry] = _EntryLoader(handle, path, weakref.ref(self))
+        """What a node of this source calls to decode its entry (set it as the node's ``loader``)."""
 
     def load(self, node: LazyEntryNode) -> Entry:
         """The full entry of ``node`` (a node of this source)."""
-        key = node.id
+        return node.entry if node.held is not None else self.loader(node)
+
+    def remember(self, node: LazyEntryNode, entry: Entry) -> None:
+        """Keep a decoded entry on its node, evicting the oldest kept ones beyond the byte budget."""
+        size = node.length
+        if size > self._cache_bytes:
+            return
         with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit[0]
+            if node.held is not None:
+                return
+            node.held = entry
+            held = self._held
+            held.append(node)
+            self._cached += size
+            while self._cached > self._cache_bytes:
+                dropped = held.popleft()
+                dropped.held = None
+                self._cached -= dropped.length
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class _EntryLoader:
+    """Decodes one node's entry from the file and offers it to the source's cache (if still alive)."""
+
+    __slots__ = ("handle", "path", "_source")
+
+    def __init__(self, handle: FileHandle, path: str, source: weakref.ref[EntrySource]) -> None:
+        self.handle = handle
+        self.path = path
+        self._source = source
+
+    def __call__(self, node: LazyEntryNode) -> Entry:
         raw = self.handle.read_at(node.offset, node.length)
         try:
             write = committed_write_from_wire(jsjson.loads(raw))
@@ -147,26 +189,10 @@ class EntrySource:
                 f"Invalid JSONL storage {self.path}: entry {node.id} at byte {node.offset} changed on disk",
                 path=self.path,
             )
-        self.remember(node, write.entry)
+        source = self._source()
+        if source is not None:
+            source.remember(node, write.entry)
         return write.entry
-
-    def remember(self, node: LazyEntryNode, entry: Entry) -> None:
-        """Put a decoded entry in the cache (its cost is the byte length of its JSON)."""
-        size = node.length
-        if size > self._cache_bytes:
-            return
-        with self._lock:
-            key: str = node.id
-            if key in self._cache:
-                return
-            self._cache[key] = (entry, size)
-            self._cached += size
-            while self._cached > self._cache_bytes:
-                _, (_, dropped) = self._cache.popitem(last=False)
-                self._cached -= dropped
-
-    def close(self) -> None:
-        self.handle.close()
 
 
 # --- fast structural decoding ---------------------------------------------------------------------
@@ -254,7 +280,7 @@ class Replayer:
         self.end_offset = 0
         """File offset just after the last line replayed (set by :meth:`feed`)."""
         self._initial_next_seq = state.next_seq
-        self._loader: Callable[[LazyEntryNode], Entry] = source.load
+        self._loader: Callable[[LazyEntryNode], Entry] = source.loader
         # (namespace, key) -> the last value write; lists -> [seq of the last delete or None, later appends]
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
         self._lists: dict[tuple[str, str], list[Any]] = {}
@@ -335,11 +361,8 @@ class Replayer:
                 timestamp = record.timestamp
                 if timestamp < 0 or timestamp > jsjson.MAX_SAFE_INTEGER:
                     raise _NeedsExactPath
-                if (
-                    has_entry(entry_id)
-                    or entry_id in usage_ids
-                    or (line_ids is not None and entry_id in line_ids)
-                ):
+                # Ids already stored are checked for the whole line at once, after the loop.
+                if line_ids is not None and entry_id in line_ids:
                     raise _NeedsExactPath
                 parent = record.parent_id
                 if parent is not None:
@@ -360,6 +383,7 @@ class Replayer:
                 if record.type == "message":
                     record.type = "message"  # one shared string for the common type
                 record.loader = self._loader
+                record.held = None
                 record.offset = base + at
                 record.length = length
                 nodes.append(record)
@@ -391,11 +415,11 @@ class Replayer:
                     usage = [write]
                 else:
                     usage.append(write)
+        if line_ids is not None and (any(map(has_entry, line_ids)) or not usage_ids.isdisjoint(line_ids)):
+            raise _NeedsExactPath
         # Everything checked and nothing mutated so far: apply.
         if nodes:
-            add = cast(_AddNode, state.add_entry_node)
-            for node in nodes:
-                add(node)
+            state.add_entry_nodes(cast("list[EntryNode]", nodes))
             self._last_node = last
         if usage is not None:
             for write in usage:

@@ -624,7 +624,7 @@ def _apply_appended(
                 custom_type=entry.custom_type,
                 offset=line_offset + offset,
                 length=length,
-                loader=source.load,
+                loader=source.loader,
             )
             state.add_entry_node(as_engine_node(node))
             source.remember(node, entry)
