@@ -22,7 +22,10 @@ class CommitQueue:
 
     def __init__(self, closed_message: str) -> None:
         self._closed_message = closed_message
-        self._cond = threading.Condition()
+        self._mutex = threading.Lock()
+        # Built on the first wait: most queues (a session created and closed, a commit nobody races)
+        # never wait, and a Condition costs more to build than the rest of the queue.
+        self._cond: threading.Condition | None = None
         self._next_ticket = 0
         self._serving = 0
         self._status = "open"
@@ -41,44 +44,58 @@ class CommitQueue:
         if self._status != "open":
             raise self.closed_error()
 
+    def _condition(self) -> threading.Condition:
+        """The condition over ``_mutex`` (called holding it), built on first use."""
+        cond = self._cond
+        if cond is None:
+            cond = self._cond = threading.Condition(self._mutex)
+        return cond
+
+    def _wait_until(self, ready: Callable[[], bool]) -> None:
+        """Wait (holding ``_mutex``) until ``ready()``."""
+        if not ready():
+            cond = self._condition()
+            while not ready():
+                cond.wait()
+
+    def _notify(self) -> None:
+        if self._cond is not None:
+            self._cond.notify_all()
+
     def run(self, job: Callable[[], T]) -> T:
         """Admit ``job``, wait for every job admitted before it, run it, and return its result."""
-        with self._cond:
+        with self._mutex:
             if self._status != "open":
                 raise self.closed_error()
             ticket = self._next_ticket
-            self._next_ticket += 1
-            while self._serving != ticket:
-                self._cond.wait()
+            self._next_ticket = ticket + 1
+            if self._serving != ticket:
+                self._wait_until(lambda: self._serving == ticket)
         try:
             return job()
         finally:
-            with self._cond:
+            with self._mutex:
                 self._serving += 1
-                self._cond.notify_all()
+                self._notify()
 
     def close(self, finalize: Callable[[], None] | None = None) -> None:
         """Stop admission at once, wait for admitted jobs, run ``finalize``, mark closed. Idempotent:
         later or concurrent calls wait until the first one has finished.
         """
-        with self._cond:
+        with self._mutex:
             first = self._status == "open"
             if first:
                 self._status = "closing"
                 last_ticket = self._next_ticket
-                while self._serving != last_ticket:
-                    self._cond.wait()
+                self._wait_until(lambda: self._serving == last_ticket)
+            else:
+                self._wait_until(lambda: self._status == "closed")
         if not first:
-            # Waiting on the condition (not an Event) keeps an idle queue to few objects, which matters
-            # for the cycle collector when a repository holds thousands of closed sessions.
-            with self._cond:
-                while self._status != "closed":
-                    self._cond.wait()
             return
         try:
             if finalize is not None:
                 finalize()
         finally:
-            with self._cond:
+            with self._mutex:
                 self._status = "closed"
-                self._cond.notify_all()
+                self._notify()

@@ -118,7 +118,10 @@ class MutationLine:
     """A FIFO of exclusive jobs; one line per session by default, shareable across sessions."""
 
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()
+        # Built on the first wait: an uncontended line (the common case) never needs it, and a Condition
+        # costs more to build and notify than the rest of an admission.
+        self._cond: threading.Condition | None = None
         self._queue: deque[MutationTicket] = deque()
         self._holder: MutationTicket | None = None
         self._sealed_error: BaseException | None = None
@@ -126,13 +129,13 @@ class MutationLine:
     @property
     def queued(self) -> int:
         """How many admitted tickets are still waiting for their turn."""
-        with self._condition:
+        with self._mutex:
             return len(self._queue)
 
     @property
     def held(self) -> bool:
         """True while a ticket holds the line."""
-        with self._condition:
+        with self._mutex:
             return self._holder is not None
 
     @property
@@ -145,12 +148,17 @@ class MutationLine:
 
         Raises the seal error when the line is sealed.
         """
-        with self._condition:
+        ticket = MutationTicket(self)
+        with self._mutex:
             if self._sealed_error is not None:
                 raise _fresh(self._sealed_error)
-            ticket = MutationTicket(self)
-            self._queue.append(ticket)
-            self._advance()
+            if self._holder is None and not self._queue:
+                # Uncontended: the turn is this ticket's at once, and nobody can be waiting to hear it.
+                ticket._state = TicketState.GRANTED
+                self._holder = ticket
+            else:
+                self._queue.append(ticket)
+                self._advance()
             return ticket
 
     def run(self, job: Callable[[], T]) -> T:
@@ -172,13 +180,23 @@ class MutationLine:
         The current holder keeps its turn. The returned :class:`LineDrain` waits until it has released and
         the queued tickets have been rejected.
         """
-        with self._condition:
+        with self._mutex:
             if self._sealed_error is None:
                 self._sealed_error = error
             self._advance()
             return LineDrain(self)
 
-    # --- internals (all called with or taking the condition) -----------------------------------
+    # --- internals (all called with or taking the mutex) ---------------------------------------
+
+    def _condition(self) -> threading.Condition:
+        cond = self._cond
+        if cond is None:
+            cond = self._cond = threading.Condition(self._mutex)
+        return cond
+
+    def _notify(self) -> None:
+        if self._cond is not None:
+            self._cond.notify_all()
 
     def _advance(self) -> None:
         """Hand the turn to the next queued ticket when the line is free (rejecting all once sealed)."""
@@ -191,16 +209,20 @@ class MutationLine:
             ticket = self._queue.popleft()
             ticket._state = TicketState.GRANTED
             self._holder = ticket
-        self._condition.notify_all()
+        self._notify()
 
     def _wait_for_turn(self, ticket: MutationTicket, timeout: float | None) -> None:
+        if ticket._state is TicketState.GRANTED:
+            return  # only its own release can end a granted turn
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._condition:
-            while ticket._state is TicketState.QUEUED:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError("Timed out waiting for the mutation line")
-                self._condition.wait(remaining)
+        with self._mutex:
+            if ticket._state is TicketState.QUEUED:
+                cond = self._condition()
+                while ticket._state is TicketState.QUEUED:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise TimeoutError("Timed out waiting for the mutation line")
+                    cond.wait(remaining)
             if ticket._state is TicketState.REJECTED:
                 assert self._sealed_error is not None
                 raise _fresh(self._sealed_error)
@@ -208,20 +230,23 @@ class MutationLine:
                 raise SessionMutationError("Mutation ticket was already released or withdrawn")
 
     def _release(self, ticket: MutationTicket) -> None:
-        with self._condition:
+        with self._mutex:
             if ticket._state is TicketState.GRANTED:
                 ticket._state = TicketState.RELEASED
                 self._holder = None
-                self._advance()
+                if self._queue or self._sealed_error is not None or self._cond is not None:
+                    self._advance()
             elif ticket._state is TicketState.QUEUED:
                 self._queue.remove(ticket)
                 ticket._state = TicketState.RELEASED
-                self._condition.notify_all()
+                self._notify()
 
     def _is_drained(self) -> bool:
-        with self._condition:
+        with self._mutex:
             return self._holder is None and not self._queue
 
     def _wait_drained(self, timeout: float | None) -> bool:
-        with self._condition:
-            return self._condition.wait_for(lambda: self._holder is None and not self._queue, timeout)
+        with self._mutex:
+            if self._holder is None and not self._queue:
+                return True
+            return self._condition().wait_for(lambda: self._holder is None and not self._queue, timeout)

@@ -571,8 +571,25 @@ class StorageBackedSession:
 
     # --- direct writes (each its own mutation with one commit) --------------------------------------
 
+    def _exclusive(self, job: Callable[[], T]) -> T:
+        """:meth:`mutate` for the session's own one-commit writes, without a capability object.
+
+        Same admission, refusals and errors as :meth:`begin_mutation`; ``job`` reads and commits through
+        storage directly and calls no public writer, so it needs no re-entrancy tracking of its own.
+        """
+        if self._state != "open":
+            raise SessionClosedError()
+        self._refuse_reentry("begin a mutation")
+        ticket = self._line.enqueue()
+        notify_admitted()
+        try:
+            ticket.wait()
+            return job()
+        finally:
+            ticket.release()
+
     def _commit_alone(self, write: Write) -> None:
-        self.mutate(lambda mutation: mutation.commit([write]))
+        self._exclusive(lambda: self._storage.commit([write]))
 
     def set_value(self, address: Address, value: JsonValue) -> None:
         """Set the value at ``address``."""
@@ -663,9 +680,10 @@ class StorageBackedSession:
             raise SessionPendingAssistantMessageError()
         entry_id = self.id_generator.next()
         tip_address = values.branch_tip(name)
+        storage = self._storage
 
-        def append(mutation: StorageBackedSessionMutation) -> None:
-            tip = mutation.get_value(tip_address)
+        def append() -> None:
+            tip = storage.get_value(tip_address)
             if tip is None:
                 raise SessionInvariantError(f"Unknown branch: {name}")
             new_entry: Entry
@@ -675,9 +693,10 @@ class StorageBackedSession:
                 new_entry = CustomEntry(
                     id=entry_id, parent_id=tip.value, custom_type=entry.custom_type, data=entry.data
                 )
-            mutation.commit([insert_entry(new_entry), set_value(tip_address, entry_id)])
+            # The pending-message check ran before the id was minted, as pi does.
+            storage.commit([insert_entry(new_entry), set_value(tip_address, entry_id)])
 
-        self.mutate(append)
+        self._exclusive(append)
         return entry_id
 
     # --- close -------------------------------------------------------------------------------------

@@ -30,23 +30,25 @@ class MemorySessionHandle:
         self._on_closed = on_closed
         self.metadata = session.metadata
         self.id_generator = session.id_generator
-        self._cond = threading.Condition()
+        self._mutex = threading.Lock()
+        # Built when close() must wait for admitted calls; an idle handle never needs it.
+        self._cond: threading.Condition | None = None
         self._admitted = 0
         self._status = "open"
-        self._done = threading.Event()
 
     # --- admission -----------------------------------------------------------------------------
 
     def _enter(self) -> None:
-        with self._cond:
+        with self._mutex:
             if self._status != "open":
                 raise SessionClosedError()
             self._admitted += 1
 
     def _leave(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._admitted -= 1
-            self._cond.notify_all()
+            if self._cond is not None:
+                self._cond.notify_all()
 
     def _admit(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         self._enter()
@@ -54,6 +56,14 @@ class MemorySessionHandle:
             return call(*args, **kwargs)
         finally:
             self._leave()
+
+    def _wait_until(self, ready: Callable[[], bool]) -> None:
+        """Wait (holding ``_mutex``) until ``ready()``."""
+        if not ready():
+            if self._cond is None:
+                self._cond = threading.Condition(self._mutex)
+            while not ready():
+                self._cond.wait()
 
     @property
     def is_open(self) -> bool:
@@ -165,18 +175,21 @@ class MemorySessionHandle:
 
     def close(self) -> None:
         """Wait for everything admitted, then release the session for a later ``open``. Idempotent."""
-        with self._cond:
+        with self._mutex:
             first = self._status == "open"
             if first:
                 self._status = "closing"
-                while self._admitted:
-                    self._cond.wait()
-        if not first:
-            self._done.wait()
-            return
-        self._status = "closed"
-        self._on_closed()
-        self._done.set()
+                self._wait_until(lambda: self._admitted == 0)
+            else:
+                self._wait_until(lambda: self._status == "closed")
+                return
+        try:
+            self._on_closed()
+        finally:
+            with self._mutex:
+                self._status = "closed"
+                if self._cond is not None:
+                    self._cond.notify_all()
 
     def __enter__(self) -> MemorySessionHandle:
         return self
