@@ -11,7 +11,9 @@ held or loaded on demand through a loader, which lets a file-backed storage keep
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -154,14 +156,62 @@ def _build_replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
     unknown = set(changed) - {field.name for field in fields}
     if unknown:
         raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
-    arguments = ", ".join(
-        f"{field.alias}={field.name if field.name in changed else 'instance.' + field.name}"
-        for field in fields
-    )
-    source = f"def replace(instance, {', '.join(changed)}):\n    return cls({arguments})\n"
-    namespace: dict[str, Any] = {"cls": cls}
+    namespace: dict[str, Any] = {"cls": cls, "new": object.__new__, "put": object.__setattr__}
+    if _clonable(cls):
+        # No validator, converter or post-init hook: setting every slot of a blank instance builds the
+        # same object as __init__ without parsing a dozen keyword arguments.
+        lines = [
+            f"    put(copy, {field.name!r}, {field.name if field.name in changed else 'instance.' + field.name})"
+            for field in fields
+        ]
+        source = (
+            f"def replace(instance, {', '.join(changed)}):\n    copy = new(cls)\n"
+            + "\n".join(lines)
+            + "\n    return copy\n"
+        )
+    else:
+        arguments = ", ".join(
+            f"{field.alias}={field.name if field.name in changed else 'instance.' + field.name}"
+            for field in fields
+        )
+        source = f"def replace(instance, {', '.join(changed)}):\n    return cls({arguments})\n"
     exec(compile(source, f"<sessiontree replace {cls.__qualname__}>", "exec"), namespace)
     return namespace["replace"]  # type: ignore[no-any-return]
+
+
+def _clonable(cls: type) -> bool:
+    """True when an instance of the attrs class ``cls`` is exactly its own slots, each set verbatim from
+    the init argument of the same name (no validator, converter, init hook or cached hash)."""
+    fields = attrs.fields(cls)
+    slots = set(cls.__dict__.get("__slots__", ())) - {"__weakref__"}
+    return (
+        slots == {field.name for field in fields}
+        and not hasattr(cls, "__attrs_pre_init__")
+        and not hasattr(cls, "__attrs_post_init__")
+        and all(
+            field.init and field.validator is None and field.converter is None and field.alias == field.name
+            for field in fields
+        )
+    )
+
+
+def _stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
+    """:func:`_with_seq` over a batch of entry inserts (one replacer lookup per entry class), or
+    ``None`` when ``writes`` holds anything else."""
+    entries = [write.entry for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+    if len(entries) != len(writes):
+        return None
+    replacers: dict[type, Callable[..., Any]] = {}
+    stamped: list[Write] = []
+    for seq, entry in enumerate(entries, first):
+        cls = type(entry)
+        replace = replacers.get(cls)
+        if replace is None:
+            if not attrs.has(cls):
+                raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
+            replace = replacers[cls] = _replacer(cls, ("seq", "timestamp"))
+        stamped.append(EntryWrite(replace(entry, seq, timestamp)))
+    return tuple(stamped)
 
 
 def _with_seq(write: Write, seq: int, timestamp: int) -> Write:
@@ -206,7 +256,9 @@ class SessionState:
     def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
         """Assign seqs from ``next_seq`` and the one timestamp, then validate. Mutates nothing."""
         first = self.next_seq
-        committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
+        committed = _stamp_entries(writes, first, timestamp)
+        if committed is None:
+            committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
         self.validate_committed(committed)
         return PreparedCommit(
             writes=committed,
@@ -227,6 +279,31 @@ class SessionState:
 
         Raises :class:`StorageValidationError` at the first violation, in pi's order and wording.
         """
+        if not self._is_valid_entry_chain(writes):
+            self._validate_each(writes)
+
+    def _is_valid_entry_chain(self, writes: Sequence[Write]) -> bool:
+        """True when ``writes`` are valid entry inserts each the child of the one before (the shape of
+        appends and seeds), proven with a few whole-batch operations; False means "not proven", and
+        :meth:`_validate_each` decides."""
+        entries = [write.entry for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+        if not entries or len(entries) != len(writes):
+            return False
+        seqs = [entry.seq for entry in entries]
+        if set(map(type, seqs)) != {int} or seqs[0] < self.next_seq or seqs[-1] > MAX_SAFE_INTEGER:
+            return False
+        if len(seqs) > 1 and not all(map(operator.lt, seqs, itertools.islice(seqs, 1, None))):
+            return False
+        ids = [entry.id for entry in entries]
+        batch = set(ids)
+        nodes = self._nodes
+        if len(batch) != len(ids) or not nodes.keys().isdisjoint(batch) or not self._usage.keys().isdisjoint(batch):
+            return False
+        parents = [entry.parent_id for entry in entries]
+        root = parents[0]
+        return (root is None or root in nodes) and parents[1:] == ids[:-1]
+
+    def _validate_each(self, writes: Sequence[Write]) -> None:
         previous = self.next_seq - 1
         seen: set[str] = set()
         seen_entries: set[str] = set()
@@ -260,6 +337,11 @@ class SessionState:
 
     def apply_committed(self, writes: Iterable[Write]) -> SessionStats:
         """Apply committed writes that passed :meth:`validate_committed`; returns the new stats."""
+        if type(writes) is tuple or type(writes) is list:
+            nodes = [EntryNode(write.entry) for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+            if nodes and len(nodes) == len(writes):
+                self.add_entry_nodes(nodes)
+                return self.get_stats()
         for write in writes:
             if isinstance(write, EntryWrite):
                 self.add_entry_node(EntryNode(write.entry))
