@@ -12,9 +12,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from sessiontree.errors import SessionClosedError
-from sessiontree.model import ABSENT, Absent, Address, CommitResult, Entry, JsonValue, ListElement
-from sessiontree.model import SessionStats, StoredValue
-from sessiontree.session import StorageBackedSession
+from sessiontree.model import (
+    ABSENT,
+    Absent,
+    Address,
+    CommitResult,
+    Entry,
+    JsonValue,
+    ListElement,
+    SessionStats,
+    StoredValue,
+)
+from sessiontree.session import CustomEntryAppend, MessageAppend, StorageBackedSession
 from sessiontree.writes import Write
 
 __all__ = ["MemorySessionHandle"]
@@ -245,8 +254,21 @@ class _HandleBranch:
     def find_entry(self, **query: Any) -> Entry | None:
         return self._handle._admit(self._inner.find_entry, **query)  # type: ignore[no-any-return]
 
+    # The two appends go straight to the session (what the inner branch's appends do), without the
+    # generic _admit wrapper: they are the hot path of a chat loop.
+
     def append_message(self, message: JsonValue) -> str:
-        return self._handle._admit(self._inner.append_message, message)  # type: ignore[no-any-return]
+        handle = self._handle
+        handle._enter()
+        try:
+            return handle._session.append_to_branch(self.name, MessageAppend(message))
+        finally:
+            handle._leave()
 
     def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str:
-        return self._handle._admit(self._inner.append_custom_entry, custom_type, data)  # type: ignore[no-any-return]
+        handle = self._handle
+        handle._enter()
+        try:
+            return handle._session.append_to_branch(self.name, CustomEntryAppend(custom_type, data))
+        finally:
+            handle._leave()
