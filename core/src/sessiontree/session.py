@@ -395,9 +395,9 @@ class StorageBackedSession:
         self._line = MutationLine() if mutation_line is None else mutation_line
         self._on_close = on_close
         self._branches: dict[str, StorageBackedBranch] = {}
-        self._branches_lock = threading.Lock()
+        # One lock for the branch-object cache and the close handshake (never held together).
+        self._lock = threading.Lock()
         self._state: _SessionState = "open"
-        self._close_lock = threading.Lock()
         self._close_done: threading.Event | None = None
         self._close_error: BaseException | None = None
 
@@ -625,7 +625,7 @@ class StorageBackedSession:
     # --- branches ----------------------------------------------------------------------------------
 
     def _branch_object(self, name: str) -> StorageBackedBranch:
-        with self._branches_lock:
+        with self._lock:
             branch = self._branches.get(name)
             if branch is None:
                 branch = self._branches[name] = StorageBackedBranch(name, self)
@@ -709,7 +709,7 @@ class StorageBackedSession:
         mutation that is never ended; raises :class:`~sessiontree.errors.SessionMutationError` when
         called by the thread holding that mutation.
         """
-        with self._close_lock:
+        with self._lock:
             done = self._close_done
             if done is None or not done.is_set():
                 self._refuse_reentry("close")

@@ -7,6 +7,7 @@ a later ``open``; deleting the session or closing the repo closes it for good.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -93,7 +94,7 @@ class MemorySessionRepo:
         with self._lock:
             self._records[metadata.id] = record
             self._catalog[metadata.id] = metadata
-        return MemorySessionHandle(session, on_closed=lambda: self._mark_closed(record))
+        return MemorySessionHandle(session, on_closed=functools.partial(self._mark_closed, record))
 
     def create(
         self, *, id: str | None = None, parent_session_id: str | None = None, cwd: str | None = None
@@ -102,14 +103,19 @@ class MemorySessionRepo:
         self._assert_open()
         created_at = self._now()
         session_id = id if id is not None else uuidv7(created_at)
-        self._reserve(session_id)
-        try:
-            metadata = SessionMetadata(
-                id=session_id, created_at=created_at, storage_version=1, parent_session_id=parent_session_id
-            )
-            return self._publish(metadata, MemoryStorage(now=self._now))
-        finally:
-            self._release(session_id)
+        metadata = SessionMetadata(
+            id=session_id, created_at=created_at, storage_version=1, parent_session_id=parent_session_id
+        )
+        storage = MemoryStorage(now=self._now)
+        session = StorageBackedSession(metadata, storage)
+        record = _Record(metadata, storage, session)
+        # Nothing can fail between the check and the insert, so create needs no reservation.
+        with self._lock:
+            if session_id in self._records or session_id in self._pending:
+                raise SessionExistsError(f"Session already exists: {session_id}")
+            self._records[session_id] = record
+            self._catalog[session_id] = metadata
+        return MemorySessionHandle(session, on_closed=functools.partial(self._mark_closed, record))
 
     def open(self, metadata: SessionMetadata) -> MemorySessionHandle:
         """Open a session by ``metadata.id``; refuses one that is already open."""
@@ -122,7 +128,7 @@ class MemorySessionRepo:
                 raise SessionOpenError(f"Session is already open: {metadata.id}")
             record.open = True
             session = record.session = StorageBackedSession(record.metadata, record.storage)
-        return MemorySessionHandle(session, on_closed=lambda: self._mark_closed(record))
+        return MemorySessionHandle(session, on_closed=functools.partial(self._mark_closed, record))
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
         """Every session's metadata in creation order, open or closed."""
