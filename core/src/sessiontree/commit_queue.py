@@ -76,7 +76,8 @@ class CommitQueue:
         finally:
             with self._mutex:
                 self._serving += 1
-                self._notify()
+                if self._cond is not None:
+                    self._cond.notify_all()
 
     def close(self, finalize: Callable[[], None] | None = None) -> None:
         """Stop admission at once, wait for admitted jobs, run ``finalize``, mark closed. Idempotent:

@@ -105,7 +105,12 @@ def _remember_held(mutation: StorageBackedSessionMutation) -> None:
 
 def _holds_line_on_this_thread(line: MutationLine) -> bool:
     held: list[StorageBackedSessionMutation] = getattr(_thread_holdings, "mutations", [])
-    return any(m.active and m.line is line for m in held)
+    if not held:
+        return False
+    active = [m for m in held if m.active]
+    if len(active) != len(held):
+        _thread_holdings.mutations = active  # forget ended ones, so later checks take the empty fast path
+    return any(m.line is line for m in active)
 
 
 # --- the mutation capability ----------------------------------------------------------------------
@@ -579,7 +584,8 @@ class StorageBackedSession:
         """
         if self._state != "open":
             raise SessionClosedError()
-        self._refuse_reentry("begin a mutation")
+        if getattr(_thread_holdings, "mutations", None):  # only a thread that took mutations can re-enter
+            self._refuse_reentry("begin a mutation")
         ticket = self._line.enqueue()
         notify_admitted()
         try:
