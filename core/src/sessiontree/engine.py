@@ -160,10 +160,9 @@ def _build_replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
     if _clonable(cls):
         # No validator, converter or post-init hook: setting every slot of a blank instance builds the
         # same object as __init__ without parsing a dozen keyword arguments.
-        lines = [
-            f"    put(copy, {field.name!r}, {field.name if field.name in changed else 'instance.' + field.name})"
-            for field in fields
-        ]
+        values = [field.name if field.name in changed else f"instance.{field.name}" for field in fields]
+        pairs = zip(fields, values, strict=True)
+        lines = [f"    put(copy, {field.name!r}, {value})" for field, value in pairs]
         source = (
             f"def replace(instance, {', '.join(changed)}):\n    copy = new(cls)\n"
             + "\n".join(lines)
@@ -198,7 +197,7 @@ def _clonable(cls: type) -> bool:
 def _stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
     """:func:`_with_seq` over a batch of entry inserts (one replacer lookup per entry class), or
     ``None`` when ``writes`` holds anything else."""
-    entries = [write.entry for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+    entries = [write.entry for write in writes if type(write) is EntryWrite]
     if len(entries) != len(writes):
         return None
     replacers: dict[type, Callable[..., Any]] = {}
@@ -286,10 +285,10 @@ class SessionState:
         """True when ``writes`` are valid entry inserts each the child of the one before (the shape of
         appends and seeds), proven with a few whole-batch operations; False means "not proven", and
         :meth:`_validate_each` decides."""
-        entries = [write.entry for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+        entries = [write.entry for write in writes if type(write) is EntryWrite]
         if not entries or len(entries) != len(writes):
             return False
-        seqs = [entry.seq for entry in entries]
+        seqs: list[Any] = [entry.seq for entry in entries]
         if set(map(type, seqs)) != {int} or seqs[0] < self.next_seq or seqs[-1] > MAX_SAFE_INTEGER:
             return False
         if len(seqs) > 1 and not all(map(operator.lt, seqs, itertools.islice(seqs, 1, None))):
@@ -297,7 +296,11 @@ class SessionState:
         ids = [entry.id for entry in entries]
         batch = set(ids)
         nodes = self._nodes
-        if len(batch) != len(ids) or not nodes.keys().isdisjoint(batch) or not self._usage.keys().isdisjoint(batch):
+        if (
+            len(batch) != len(ids)
+            or not nodes.keys().isdisjoint(batch)
+            or not self._usage.keys().isdisjoint(batch)
+        ):
             return False
         parents = [entry.parent_id for entry in entries]
         root = parents[0]
@@ -338,7 +341,7 @@ class SessionState:
     def apply_committed(self, writes: Iterable[Write]) -> SessionStats:
         """Apply committed writes that passed :meth:`validate_committed`; returns the new stats."""
         if type(writes) is tuple or type(writes) is list:
-            nodes = [EntryNode(write.entry) for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+            nodes = [EntryNode(write.entry) for write in writes if type(write) is EntryWrite]
             if nodes and len(nodes) == len(writes):
                 self.add_entry_nodes(nodes)
                 return self.get_stats()

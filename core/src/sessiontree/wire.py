@@ -389,15 +389,32 @@ _ENTRY_ATTRS: dict[type, dict[str, str]] = {
 _HAS_USAGE = (CompactionEntry, BranchSummaryEntry)
 
 
+def _build_fields_encoder(cls: type) -> Any:
+    """``fields(entry, out)``: add the entry's present layout fields to ``out`` in canonical order (a
+    :class:`Usage` as its wire object), as one generated function per entry class, not a getattr loop."""
+    lines = ["def fields(entry, out):"]
+    for wire, attr in _ENTRY_LAYOUTS[cls]:
+        lines.append(f"    value = entry.{attr}")
+        lines.append("    if value is not ABSENT:")
+        lines.append(f"        out[{wire!r}] = usage_to_wire(value) if type(value) is Usage else value")
+    lines.append("    return out")
+    namespace: dict[str, Any] = {"ABSENT": ABSENT, "Usage": Usage, "usage_to_wire": usage_to_wire}
+    exec(compile("\n".join(lines) + "\n", f"<sessiontree wire fields {cls.__qualname__}>", "exec"), namespace)
+    return namespace["fields"]
+
+
+_FIELDS_ENCODERS: dict[type, Any] = {cls: _build_fields_encoder(cls) for cls in _ENTRY_LAYOUTS}
+
+
 def _entry_object(entry: Entry, kind: str | None) -> WireObject:
-    fields: WireObject = {"kind": kind} if kind is not None else {}
-    for wire, attr in _ENTRY_LAYOUTS[type(entry)]:
-        value = getattr(entry, attr)
-        if value is ABSENT:
-            continue
-        if type(value) is Usage:
-            value = usage_to_wire(value)
-        fields[wire] = value
+    fields: WireObject = _FIELDS_ENCODERS[type(entry)](entry, {"kind": kind} if kind is not None else {})
+    if entry.wire_keys is None and not entry.extra:
+        # An entry built in code (not read from a file): canonical order, then seq and timestamp.
+        if entry.seq is not None:
+            fields["seq"] = entry.seq
+        if entry.timestamp is not None:
+            fields["timestamp"] = entry.timestamp
+        return fields
     keys, extra = _record_layout(entry.wire_keys, entry.extra, kind)
     seq, timestamp = entry.seq, entry.timestamp
     if keys is None:
