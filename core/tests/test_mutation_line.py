@@ -273,3 +273,10 @@ def test_withdrawn_tickets_count_for_drain() -> None:
     assert not drain.done()
     holder.release()
     assert drain.done()
+
+
+def test_an_uncontended_line_builds_no_condition() -> None:
+    line = MutationLine()
+    assert line.run(lambda: "done") == "done"
+    line.seal(RuntimeError("sealed")).wait()
+    assert line._cond is None
