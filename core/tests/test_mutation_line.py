@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+
 from sessiontree.errors import SessionClosedError, SessionMutationError
 from sessiontree.mutation_line import MutationLine, TicketState
 
