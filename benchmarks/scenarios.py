@@ -205,6 +205,9 @@ def _run_fork(backend: BenchBackend, dataset: LinearDataset, reps: int) -> Resul
                 raise AssertionError(f"{backend.name} fork: wrong destination metadata {fork.metadata!r}")
             fork.close()
             source.close()
+            # Free this repetition's sessions here, outside the timer: rebinding `fork` inside the timed
+            # region of the next repetition would charge it for releasing this one's shared entries.
+            del fork, source
     return result_from_samples(backend.name, "fork open current branch", dataset.name, samples)
 
 
