@@ -72,12 +72,19 @@ def ref_number(x: float) -> str:
     if x < 0:
         return "-" + ref_number(-x)
     exact = decimal.Decimal(x)
-    context = decimal.Context(prec=1200, rounding=decimal.ROUND_HALF_UP)
+    context = decimal.Context(prec=1200)
     for k in range(1, 18):
-        # V8 breaks a tie between two shortest candidates upwards (2**-24 prints ...063, not ...062).
+        # The k-digit neighbours of the exact value that read back as x; the closer wins, and an exact tie
+        # goes to the even last digit (562949953421312.25 prints ...312.2). A power of two has a narrower
+        # interval below it, so only one neighbour may qualify (2**-24 prints ...063).
         quantum = decimal.Decimal(1).scaleb(exact.adjusted() + 1 - k, context)
-        candidate = exact.quantize(quantum, context=context)
-        if float(candidate) == x:
+        neighbours = {
+            exact.quantize(quantum, rounding=rounding, context=context)
+            for rounding in (decimal.ROUND_FLOOR, decimal.ROUND_CEILING)
+        }
+        fitting = [c for c in neighbours if float(c) == x]
+        if fitting:
+            candidate = min(fitting, key=lambda c: (abs(c - exact), int(c.scaleb(-quantum.adjusted())) % 2))
             break
     sign, digit_tuple, exp = candidate.normalize().as_tuple()
     digits = "".join(map(str, digit_tuple))
@@ -442,6 +449,14 @@ def test_format_number_round_trips_and_follows_the_exponent_rules(x: float) -> N
         if x.is_integer():
             assert "." not in text
     assert text == ref_number(x)
+
+
+@pytest.mark.parametrize(
+    ("x", "node_prints"),
+    [(562949953421312.25, "562949953421312.2"), (2**-24, "5.960464477539063e-8")],
+)
+def test_reference_model_breaks_ties_as_node_does(x: float, node_prints: str) -> None:
+    assert ref_number(x) == node_prints == jsjson.format_number(x)
 
 
 @given(floats)
