@@ -109,19 +109,10 @@ def _print_outcomes(outcomes: list[CopyOutcome], source_url: str, destination_ur
     console.print(", ".join(f"{count} {status}" for status, count in counts.items()))
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
+def add_transfer_options(parser: argparse.ArgumentParser, *, verb: str) -> None:
+    """``--session``, ``--verify``, ``--replace`` and ``--json``, shared by ``copy`` and ``import-pi``."""
     parser.add_argument(
-        "source", metavar="SRC_URL", help="the repository to copy from (a URL or a directory)"
-    )
-    parser.add_argument(
-        "destination", metavar="DST_URL", help="the repository to copy into (a URL or a directory)"
-    )
-    parser.add_argument(
-        "--session",
-        metavar="ID",
-        action="append",
-        dest="sessions",
-        help="copy only this session (repeatable)",
+        "--session", metavar="ID", action="append", dest="sessions", help=f"{verb} only this session (repeatable)"
     )
     parser.add_argument(
         "--verify", action="store_true", help="compare the dumps of every copy with its source"
@@ -130,6 +121,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--replace", action="store_true", help="overwrite sessions that differ at the destination"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object per session")
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "source", metavar="SRC_URL", help="the repository to copy from (a URL or a directory)"
+    )
+    parser.add_argument(
+        "destination", metavar="DST_URL", help="the repository to copy into (a URL or a directory)"
+    )
+    add_transfer_options(parser, verb="copy")
     add_examples(
         parser,
         "sessiontree copy jsonl:///srv/sessions jsonl:///backup/sessions --verify",

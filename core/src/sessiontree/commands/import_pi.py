@@ -12,7 +12,7 @@ import os
 from ..cli import Command, register_command
 from ..urls import local_path_url
 from .common import UsageError, add_examples, is_url, repository_url
-from .copy import run_copy
+from .copy import add_transfer_options, run_copy
 
 __all__ = ["DEFAULT_PI_SESSIONS", "pi_sessions_url"]
 
@@ -40,16 +40,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         help=f"the pi sessions directory (default {DEFAULT_PI_SESSIONS}) and the repository to import into",
     )
-    parser.add_argument(
-        "--session", metavar="ID", action="append", dest="sessions", help="import only this session"
-    )
-    parser.add_argument(
-        "--verify", action="store_true", help="compare the dumps of every copy with its source"
-    )
-    parser.add_argument(
-        "--replace", action="store_true", help="overwrite sessions that differ at the destination"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object per session")
+    add_transfer_options(parser, verb="import")
     add_examples(
         parser,
         "sessiontree import-pi jsonl:///srv/sessions",
