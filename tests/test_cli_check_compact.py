@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
-ORACLE = Path("/work/shared/oracle/oracle.sh")
+ORACLE = pi_oracle()
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"pi fixtures not found at {FIXTURES}")
 

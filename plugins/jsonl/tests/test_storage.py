@@ -26,8 +26,9 @@ from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageSca
 from sessiontree.values import branch_tip, list_, value
 from sessiontree.writes import EntryWrite, UsageWrite, append_list, set_value
 from sessiontree_jsonl import JsonlHeader, JsonlStorage
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 
 
 def clock(start: int = 1_000) -> Callable[[], int]:

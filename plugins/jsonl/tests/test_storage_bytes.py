@@ -14,8 +14,9 @@ from sessiontree import jsjson
 from sessiontree.wire import decode_transaction
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 from sessiontree_jsonl import JsonlStorage
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 # Scenario files written through JsonlStorage.create + the Session API with the oracle's clock
 # (1785000000000 + 1000 per now() call; create takes the first tick).
 SCENARIOS = sorted(FIXTURES.glob("v4/*.jsonl")) + sorted(FIXTURES.glob("special/*.jsonl"))

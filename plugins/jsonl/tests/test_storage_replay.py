@@ -17,8 +17,9 @@ from sessiontree.queries import BranchScan, ListReadOptions
 from sessiontree.values import list_, value
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl import replay as replay_module
+from sessiontree_conformance.golden import pi_fixtures
 
-FIXTURES = Path("/work/shared/fixtures/pi-0.87.1")
+FIXTURES = pi_fixtures()
 V4_FILES = [
     p
     for pattern in (

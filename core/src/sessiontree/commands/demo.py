@@ -333,7 +333,8 @@ def _print_where(console: Console, url: str, source: SessionMetadata, fork: Sess
     console.print(
         Text(f'  new JsonlSessionRepo({{ fileSystem, sessionsRoot: "{root}" }}).list(ctx)'), soft_wrap=True
     )
-    oracle = "/work/shared/oracle/oracle.sh"
+    # The pi oracle of this project's workplace lies in shared/ beside the checkout (where `make demo` runs).
+    oracle = os.path.abspath(os.path.join(os.pardir, "shared", "oracle", "oracle.sh"))
     if os.path.exists(oracle):
         console.print(Text(f'  {oracle} dump "{files[0]}"'), soft_wrap=True)
     console.print(Text("Look at them again with:", style="bold"))
