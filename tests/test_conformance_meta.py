@@ -107,7 +107,8 @@ def test_clean_backend_passes_every_storage_and_repo_test(pytester: pytest.Pytes
                 "test_applies_stops_before_filters_and_cursors_before_limits",
                 "test_returns_branch_structure_without_payload_fields",
                 "test_applies_branch_query_semantics_to_structure_scans",
-                STATE_MACHINE,
+                # Not the state machine: it reaches this bug only when it happens to build a branch
+                # with a filtered, stopped scan, which its bounded example budget does not guarantee.
             },
             id="wrong-branch-scan-order",
         ),
