@@ -116,7 +116,74 @@ def _holds_line_on_this_thread(line: MutationLine) -> bool:
 # --- the mutation capability ----------------------------------------------------------------------
 
 
-class StorageBackedSessionMutation:
+class _StorageReads:
+    """The storage reads a session and a mutation both offer; ``_guard`` says whether they may run."""
+
+    _storage: Storage
+
+    def _guard(self) -> None:
+        raise NotImplementedError
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        """Entries found among ``ids``, in first-occurrence order."""
+        self._guard()
+        return self._storage.get_entries(ids)
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        """The stored value at ``address``, or ``None``."""
+        self._guard()
+        return self._storage.get_value(address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        """Values of ``prefix.namespace`` whose key starts with ``prefix.key``, in key order."""
+        self._guard()
+        return self._storage.scan_values(prefix)
+
+    def read_list(
+        self,
+        address: Address,
+        *,
+        cursor: int | None = None,
+        order: SeqOrder = "asc",
+        limit: int | float | None = None,
+    ) -> list[ListElement]:
+        """One page of the list at ``address`` (exclusive seq ``cursor``; ``limit`` default 1000)."""
+        self._guard()
+        return self._storage.read_list(address, _list_options(cursor, order, limit))
+
+    def scan_branch(
+        self,
+        start: str,
+        *,
+        stop_at_type: str | None = None,
+        stop_at_id: str | None = None,
+        type: str | None = None,
+        custom_type: str | None = None,
+        order: BranchOrder = "newest_first",
+        limit: int | float | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
+        self._guard()
+        query = BranchScan(
+            start=start,
+            stop_at_type=stop_at_type,
+            stop_at_id=stop_at_id,
+            type=type,
+            custom_type=custom_type,
+            order=order,
+            limit=limit,
+            cursor=cursor,
+        )
+        return self._storage.scan_branch(query)
+
+    def get_stats(self) -> SessionStats:
+        """Message count and usage totals."""
+        self._guard()
+        return self._storage.get_stats()
+
+
+class StorageBackedSessionMutation(_StorageReads):
     """The exclusive write capability granted by :meth:`StorageBackedSession.begin_mutation`.
 
     Reads forward straight to storage (they keep working while the session is closing). At most one
@@ -142,6 +209,9 @@ class StorageBackedSessionMutation:
     def line(self) -> MutationLine:
         """The mutation line this capability holds."""
         return self._ticket.line
+
+    def _guard(self) -> None:
+        self._assert_active()
 
     def _assert_active(self) -> None:
         if not self._active:
@@ -174,64 +244,6 @@ class StorageBackedSessionMutation:
         with self._lock:
             self._active = False
             self._ticket.release()
-
-    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        """Storage's ``get_entries``."""
-        self._assert_active()
-        return self._storage.get_entries(ids)
-
-    def get_value(self, address: Address) -> StoredValue | None:
-        """Storage's ``get_value``."""
-        self._assert_active()
-        return self._storage.get_value(address)
-
-    def scan_values(self, prefix: Address) -> list[StoredValue]:
-        """Storage's ``scan_values``."""
-        self._assert_active()
-        return self._storage.scan_values(prefix)
-
-    def read_list(
-        self,
-        address: Address,
-        *,
-        cursor: int | None = None,
-        order: SeqOrder = "asc",
-        limit: int | float | None = None,
-    ) -> list[ListElement]:
-        """Storage's ``read_list`` with the options as keywords."""
-        self._assert_active()
-        return self._storage.read_list(address, _list_options(cursor, order, limit))
-
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: BranchOrder = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]:
-        """Storage's ``scan_branch`` with the query as keywords."""
-        self._assert_active()
-        query = BranchScan(
-            start=start,
-            stop_at_type=stop_at_type,
-            stop_at_id=stop_at_id,
-            type=type,
-            custom_type=custom_type,
-            order=order,
-            limit=limit,
-            cursor=cursor,
-        )
-        return self._storage.scan_branch(query)
-
-    def get_stats(self) -> SessionStats:
-        """Storage's ``get_stats``."""
-        self._assert_active()
-        return self._storage.get_stats()
 
     def __enter__(self) -> StorageBackedSessionMutation:
         return self
@@ -374,7 +386,7 @@ class StorageBackedBranch:
 _SessionState = Literal["open", "closing", "closed"]
 
 
-class StorageBackedSession:
+class StorageBackedSession(_StorageReads):
     """The :class:`~sessiontree.contracts.Session` every repository hands out, over one Storage.
 
     :param metadata: exposed as given.
@@ -420,6 +432,9 @@ class StorageBackedSession:
     def state(self) -> _SessionState:
         """``"open"``, then ``"closing"`` once :meth:`close` starts, then ``"closed"``."""
         return self._state
+
+    def _guard(self) -> None:
+        self._assert_open()
 
     def _assert_open(self) -> None:
         if self._state != "open":
@@ -470,67 +485,9 @@ class StorageBackedSession:
 
     # --- reads -------------------------------------------------------------------------------------
 
-    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        """Entries found among ``ids``, in first-occurrence order."""
-        self._assert_open()
-        return self._storage.get_entries(ids)
-
     def get_entry(self, entry_id: str) -> Entry | None:
         """One entry, or ``None``."""
         return self.get_entries([entry_id]).get(entry_id)
-
-    def get_value(self, address: Address) -> StoredValue | None:
-        """The stored value at ``address``, or ``None``."""
-        self._assert_open()
-        return self._storage.get_value(address)
-
-    def scan_values(self, prefix: Address) -> list[StoredValue]:
-        """Values of ``prefix.namespace`` whose key starts with ``prefix.key``, in key order."""
-        self._assert_open()
-        return self._storage.scan_values(prefix)
-
-    def read_list(
-        self,
-        address: Address,
-        *,
-        cursor: int | None = None,
-        order: SeqOrder = "asc",
-        limit: int | float | None = None,
-    ) -> list[ListElement]:
-        """One page of the list at ``address`` (exclusive seq ``cursor``; ``limit`` default 1000)."""
-        self._assert_open()
-        return self._storage.read_list(address, _list_options(cursor, order, limit))
-
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: BranchOrder = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]:
-        """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
-        self._assert_open()
-        query = BranchScan(
-            start=start,
-            stop_at_type=stop_at_type,
-            stop_at_id=stop_at_id,
-            type=type,
-            custom_type=custom_type,
-            order=order,
-            limit=limit,
-            cursor=cursor,
-        )
-        return self._storage.scan_branch(query)
-
-    def get_stats(self) -> SessionStats:
-        """Message count and usage totals."""
-        self._assert_open()
-        return self._storage.get_stats()
 
     def get_name(self) -> str | None:
         """The session name, or ``None``."""
