@@ -73,9 +73,14 @@ def _slice_limit(limit: object) -> int | None:
 
 
 class EntryNode:
-    """Structural fields of one stored entry plus its full form (held, or loaded on demand)."""
+    """Structural fields of one stored entry plus its full form (held, or loaded on demand).
 
-    __slots__ = ("id", "parent_id", "seq", "timestamp", "type", "custom_type", "_entry", "_loader")
+    ``held`` is the full entry when the node has it at hand, else ``None``. A backend's own node class
+    (duck-typed, e.g. JSONL's lazy node) offers the same attributes: the structural fields, ``held``,
+    ``entry`` and ``structure()``.
+    """
+
+    __slots__ = ("id", "parent_id", "seq", "timestamp", "type", "custom_type", "held", "_loader")
 
     def __init__(
         self,
@@ -103,14 +108,14 @@ class EntryNode:
             self.timestamp = timestamp
             self.type = type
             self.custom_type = custom_type
-        self._entry = entry
+        self.held = entry
         self._loader = loader
 
     @property
     def entry(self) -> Entry:
         """The full entry (decoded through the loader when it is not held)."""
-        if self._entry is not None:
-            return self._entry
+        if self.held is not None:
+            return self.held
         assert self._loader is not None
         return self._loader(self)
 
@@ -379,7 +384,7 @@ class SessionState:
                 messages += 1
         held = self._held
         if held is not None:
-            entries = [node._entry if type(node) is EntryNode else None for node in nodes]
+            entries = [node.held if type(node) is EntryNode else None for node in nodes]
             # Identity test: ``None in entries`` would call each entry's __eq__.
             if any(entry is None for entry in entries):
                 self._held = None
@@ -403,7 +408,7 @@ class SessionState:
         held = self._held
         if held is not None:
             # Duck-typed nodes (e.g. a backend's lazy node class) never hold their entry.
-            entry = node._entry if type(node) is EntryNode else None
+            entry = node.held if type(node) is EntryNode else None
             if entry is None:
                 self._held = None
             else:
@@ -458,7 +463,7 @@ class SessionState:
         if self._held is not None:
             # Every node is an EntryNode holding its entry; a repeated id keeps its first position.
             return {
-                entry_id: node._entry  # type: ignore[misc]
+                entry_id: node.held  # type: ignore[misc]
                 for entry_id in ids
                 if (node := nodes.get(entry_id)) is not None
             }
@@ -502,7 +507,7 @@ class SessionState:
         held = self._held
         if held is not None and _is_plain_walk(query):
             return self._plain_walk(start, query, held)
-        return [node.entry for node in self._scan_branch_nodes(query)]
+        return _entries_of(self._scan_branch_nodes(query))
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         return [node.structure() for node in self._scan_branch_nodes(query)]
@@ -594,10 +599,12 @@ class SessionState:
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
-        held = self._held
-        if held is not None and query.type is None and query.custom_type is None:
-            return self._seq_window(query, held)
-        return [node.entry for node in self.scan_entry_nodes(query)]
+        if query.type is None and query.custom_type is None:
+            held = self._held
+            if held is not None:
+                return self._seq_window(query, held)
+            return _entries_of(self._seq_window(query, self._node_list))
+        return _entries_of(self.scan_entry_nodes(query))
 
     def scan_entry_nodes(self, query: EntryScan | None = None) -> list[EntryNode]:
         query = query or EntryScan()
@@ -776,6 +783,12 @@ class SessionState:
                 destination._lists[(namespace, key)] = kept
         destination.next_seq = self.next_seq
         return destination
+
+
+def _entries_of(nodes: list[EntryNode]) -> list[Entry]:
+    """``[node.entry for node in nodes]``, reading the ``held`` slot first: the ``entry`` property (and
+    the loader) only runs for nodes that do not hold their entry."""
+    return [held if (held := node.held) is not None else node.entry for node in nodes]
 
 
 def _is_plain_walk(query: BranchScan) -> bool:
