@@ -14,6 +14,7 @@ import bisect
 import itertools
 import math
 import operator
+import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -157,30 +158,64 @@ def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
 
 
 def _build_replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    fields = [field for field in attrs.fields(cls) if field.init]
-    unknown = set(changed) - {field.name for field in fields}
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
-    namespace: dict[str, Any] = {"cls": cls, "new": object.__new__, "put": object.__setattr__}
+    fields = _init_fields(cls, changed)
+    namespace: dict[str, Any] = {"cls": cls}
     if _clonable(cls):
-        # No validator, converter or post-init hook: setting every slot of a blank instance builds the
-        # same object as __init__ without parsing a dozen keyword arguments.
-        values = [field.name if field.name in changed else f"instance.{field.name}" for field in fields]
-        pairs = zip(fields, values, strict=True)
-        lines = [f"    put(copy, {field.name!r}, {value})" for field, value in pairs]
-        source = (
-            f"def replace(instance, {', '.join(changed)}):\n    copy = new(cls)\n"
-            + "\n".join(lines)
-            + "\n    return copy\n"
-        )
+        body = [*_clone_lines(cls, fields, changed, namespace), "    return copy"]
     else:
         arguments = ", ".join(
             f"{field.alias}={field.name if field.name in changed else 'instance.' + field.name}"
             for field in fields
         )
-        source = f"def replace(instance, {', '.join(changed)}):\n    return cls({arguments})\n"
-    exec(compile(source, f"<sessiontree replace {cls.__qualname__}>", "exec"), namespace)
-    return namespace["replace"]  # type: ignore[no-any-return]
+        body = [f"    return cls({arguments})"]
+    return _compile(f"def replace(instance, {', '.join(changed)}):", body, namespace, cls)
+
+
+def _init_fields(cls: type, changed: tuple[str, ...]) -> list[attrs.Attribute[Any]]:
+    fields = [field for field in attrs.fields(cls) if field.init]
+    unknown = set(changed) - {field.name for field in fields}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
+    return fields
+
+
+def _clone_lines(
+    cls: type, fields: list[attrs.Attribute[Any]], changed: tuple[str, ...], namespace: dict[str, Any]
+) -> list[str]:
+    """Source lines making ``copy``: a blank ``cls`` whose slots are set from ``instance`` (the
+    ``changed`` ones from the arguments of the same name).
+
+    No validator, converter or post-init hook (see :func:`_clonable`): setting every slot of a blank
+    instance builds the same object as ``__init__`` without parsing a dozen keyword arguments, and a
+    slot's own setter is cheaper than ``object.__setattr__``.
+    """
+    namespace["new"] = object.__new__
+    lines = ["    copy = new(cls)"]
+    for field in fields:
+        namespace[f"set_{field.name}"] = cls.__dict__[field.name].__set__
+        value = field.name if field.name in changed else f"instance.{field.name}"
+        lines.append(f"    set_{field.name}(copy, {value})")
+    return lines
+
+
+def _compile(header: str, body: list[str], namespace: dict[str, Any], cls: type) -> Callable[..., Any]:
+    source = "\n".join([header, *body]) + "\n"
+    name = header[len("def ") : header.index("(")]
+    exec(compile(source, f"<sessiontree {name} {cls.__qualname__}>", "exec"), namespace)
+    return namespace[name]  # type: ignore[no-any-return]
+
+
+def _constructor(cls: type) -> Callable[..., Any]:
+    """``cls`` called with its init fields as positional arguments, in field order (a generated
+    function that sets the slots directly when ``cls`` is :func:`_clonable`)."""
+    fields = _init_fields(cls, ())
+    names = tuple(field.name for field in fields)
+    if not _clonable(cls):
+        aliases = [field.alias for field in fields]
+        return lambda *values: cls(**dict(zip(aliases, values, strict=True)))
+    namespace: dict[str, Any] = {"cls": cls}
+    body = [*_clone_lines(cls, fields, names, namespace), "    return copy"]
+    return _compile(f"def build({', '.join(names)}):", body, namespace, cls)
 
 
 def _clonable(cls: type) -> bool:
@@ -193,37 +228,66 @@ def _clonable(cls: type) -> bool:
         and not hasattr(cls, "__attrs_pre_init__")
         and not hasattr(cls, "__attrs_post_init__")
         and all(
-            field.init and field.validator is None and field.converter is None and field.alias == field.name
+            field.init
+            and field.validator is None
+            and field.converter is None
+            and field.alias == field.name
+            and type(cls.__dict__.get(field.name)) is types.MemberDescriptorType
             for field in fields
         )
     )
 
 
+_ENTRY_STAMPERS: dict[type, Callable[[Entry, int, int], EntryWrite]] = {}
+
+
+def _stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
+    """``EntryWrite(attrs.evolve(entry, seq=seq, timestamp=timestamp))``, through a generated function
+    per entry class; raises :class:`StorageValidationError` when ``entry`` is not an attrs instance."""
+    stamp = _ENTRY_STAMPERS.get(type(entry))
+    if stamp is None:
+        stamp = _entry_stamper(entry)
+    return stamp(entry, seq, timestamp)
+
+
+def _entry_stamper(entry: Entry) -> Callable[[Entry, int, int], EntryWrite]:
+    cls = type(entry)
+    if not attrs.has(cls):
+        raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
+    changed = ("seq", "timestamp")
+    fields = _init_fields(cls, changed)
+    if _clonable(cls) and _clonable(EntryWrite):
+        namespace: dict[str, Any] = {"cls": cls, "write_class": EntryWrite}
+        namespace["set_write_entry"] = EntryWrite.__dict__["entry"].__set__
+        body = [
+            *_clone_lines(cls, fields, changed, namespace),
+            "    write = new(write_class)",
+            "    set_write_entry(write, copy)",
+            "    return write",
+        ]
+        stamp = _compile("def stamp(instance, seq, timestamp):", body, namespace, cls)
+    else:
+        replace = _replacer(cls, changed)
+
+        def stamp(instance: Entry, seq: int, timestamp: int) -> EntryWrite:
+            return EntryWrite(replace(instance, seq, timestamp))
+
+    _ENTRY_STAMPERS[cls] = stamp
+    return stamp
+
+
 def _stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
-    """:func:`_with_seq` over a batch of entry inserts (one replacer lookup per entry class), or
-    ``None`` when ``writes`` holds anything else."""
+    """:func:`_with_seq` over a batch of entry inserts, or ``None`` when ``writes`` holds anything else."""
     entries = [write.entry for write in writes if type(write) is EntryWrite]
     if len(entries) != len(writes):
         return None
-    replacers: dict[type, Callable[..., Any]] = {}
-    stamped: list[Write] = []
-    for seq, entry in enumerate(entries, first):
-        cls = type(entry)
-        replace = replacers.get(cls)
-        if replace is None:
-            if not attrs.has(cls):
-                raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
-            replace = replacers[cls] = _replacer(cls, ("seq", "timestamp"))
-        stamped.append(EntryWrite(replace(entry, seq, timestamp)))
-    return tuple(stamped)
+    stamp = _stamp_entry
+    return tuple([stamp(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
 
 
 def _with_seq(write: Write, seq: int, timestamp: int) -> Write:
     if isinstance(write, EntryWrite):
-        entry = write.entry
-        if not attrs.has(type(entry)):
-            raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
-        return EntryWrite(_replacer(type(entry), ("seq", "timestamp"))(entry, seq, timestamp))
+        return _stamp_entry(write.entry, seq, timestamp)
     if isinstance(write, UsageWrite):
         if not isinstance(write.row, UsageRow):
             raise StorageValidationError(f"Usage write does not hold a usage row: {write.row!r}")
@@ -260,31 +324,60 @@ class SessionState:
     def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
         """Assign seqs from ``next_seq`` and the one timestamp, then validate. Mutates nothing."""
         first = self.next_seq
-        committed = _stamp_entries(writes, first, timestamp)
-        if committed is None:
-            committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
+        committed: tuple[Write, ...] | None
+        if _is_entry_then_value(writes):
+            # A branch append: the entry, then the branch tip.
+            entry_write, value_set = writes
+            committed = (
+                _stamp_entry(entry_write.entry, first, timestamp),  # type: ignore[attr-defined]
+                _value_set_with_seq(value_set, first + 1),
+            )
+        else:
+            committed = _stamp_entries(writes, first, timestamp)
+            if committed is None:
+                committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
         self.validate_committed(committed)
-        return PreparedCommit(
-            writes=committed,
-            first_seq=first,
-            seqs=tuple(range(first, first + len(committed))),
-            timestamp=timestamp,
-        )
+        return _prepared_commit(committed, first, tuple(range(first, first + len(committed))), timestamp)
 
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
         stats = self.apply_committed(prepared.writes)
-        return CommitResult(
-            first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
-        )
+        return _commit_result(prepared.first_seq, prepared.seqs, prepared.timestamp, stats)
 
     def validate_committed(self, writes: Sequence[Write]) -> None:
         """pi's ``validateCommittedWrites`` plus address checks (closing pi's mid-apply hole).
 
         Raises :class:`StorageValidationError` at the first violation, in pi's order and wording.
         """
-        if not self._is_valid_entry_chain(writes):
+        if _is_entry_then_value(writes):
+            proven = self._is_valid_entry_then_value(writes)
+        else:
+            proven = self._is_valid_entry_chain(writes)
+        if not proven:
             self._validate_each(writes)
+
+    def _is_valid_entry_then_value(self, writes: Sequence[Write]) -> bool:
+        """True when an entry insert followed by a value set (a branch append) is valid, with the checks
+        of :meth:`_validate_each` for that shape; False means "not proven", and :meth:`_validate_each`
+        decides."""
+        entry, value_set = writes[0].entry, writes[1]  # type: ignore[attr-defined]
+        seq, value_seq = entry.seq, value_set.seq
+        if type(seq) is not int or type(value_seq) is not int:
+            return False
+        if not self.next_seq <= seq < value_seq <= MAX_SAFE_INTEGER:
+            return False
+        entry_id, parent = entry.id, entry.parent_id
+        nodes = self._nodes
+        if entry_id in nodes or entry_id in self._usage or (parent is not None and parent not in nodes):
+            return False
+        namespace, key = value_set.namespace, value_set.key
+        return (
+            type(namespace) is str
+            and type(key) is str
+            and namespace != ""
+            and "\x00" not in namespace
+            and "\x00" not in key
+        )
 
     def _is_valid_entry_chain(self, writes: Sequence[Write]) -> bool:
         """True when ``writes`` are valid entry inserts each the child of the one before (the shape of
@@ -346,6 +439,12 @@ class SessionState:
     def apply_committed(self, writes: Iterable[Write]) -> SessionStats:
         """Apply committed writes that passed :meth:`validate_committed`; returns the new stats."""
         if type(writes) is tuple or type(writes) is list:
+            if _is_entry_then_value(writes):
+                self._append_node(EntryNode(writes[0].entry))  # type: ignore[attr-defined]
+                value_set: ValueSet = writes[1]  # type: ignore[assignment]
+                self._set_value(value_set)
+                self.next_seq = value_set.seq + 1  # type: ignore[operator]
+                return self.get_stats()
             nodes = [EntryNode(write.entry) for write in writes if type(write) is EntryWrite]
             if nodes and len(nodes) == len(writes):
                 self.add_entry_nodes(nodes)
@@ -428,9 +527,7 @@ class SessionState:
             self._usage_total = add_usage(self._usage_total, row.usage)
             self._stats = None
         elif isinstance(write, ValueSet):
-            self._values.setdefault(write.namespace, {})[write.key] = StoredValue(
-                address=Address(write.namespace, write.key, "value"), value=write.value, seq=write.seq  # type: ignore[arg-type]
-            )
+            self._set_value(write)
         elif isinstance(write, ValueDelete):
             namespace = self._values.get(write.namespace)
             if namespace is not None and namespace.pop(write.key, None) is not None and not namespace:
@@ -441,6 +538,16 @@ class SessionState:
             )
         elif isinstance(write, ListDelete):
             self._lists.pop((write.namespace, write.key), None)
+
+    def _set_value(self, write: ValueSet) -> None:
+        namespace, key = write.namespace, write.key
+        values = self._values.get(namespace)
+        if values is None:
+            values = self._values[namespace] = {}
+        previous = values.get(key)
+        # The address of the value it replaces is equal (same namespace, key and kind): share it.
+        address = Address(namespace, key, "value") if previous is None else previous.address
+        values[key] = _stored_value(address, write.value, write.seq)
 
     def advance_next_seq(self, high_water_mark: int) -> None:
         """Raise ``next_seq`` to at least ``high_water_mark`` (a JSONL header's ``nextSeq``)."""
@@ -789,6 +896,17 @@ def _entries_of(nodes: list[EntryNode]) -> list[Entry]:
     """``[node.entry for node in nodes]``, reading the ``held`` slot first: the ``entry`` property (and
     the loader) only runs for nodes that do not hold their entry."""
     return [held if (held := node.held) is not None else node.entry for node in nodes]
+
+
+def _is_entry_then_value(writes: Sequence[Write]) -> bool:
+    """True for the shape of a branch append: an entry insert, then a value set."""
+    return len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet
+
+
+_value_set_with_seq = _replacer(ValueSet, ("seq",))
+_stored_value = _constructor(StoredValue)
+_commit_result = _constructor(CommitResult)
+_prepared_commit = _constructor(PreparedCommit)
 
 
 def _is_plain_walk(query: BranchScan) -> bool:
