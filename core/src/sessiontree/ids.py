@@ -61,37 +61,52 @@ class UuidV7Minter:
     def mint(self, timestamp_ms: int | None = None) -> str:
         """One id; see :func:`uuidv7`."""
         with self._lock:
-            requested = _as_timestamp(self._now() if timestamp_ms is None else timestamp_ms)
             if timestamp_ms is None:
+                requested = self._now()
+                if type(requested) is not int or not 0 <= requested <= MAX_UUIDV7_TIMESTAMP:
+                    requested = _as_timestamp(requested)
                 # Ordinary ids never go back in time, even when the clock does.
-                timestamp = max(requested, self._last_ordinary_timestamp)
-                self._last_ordinary_timestamp = timestamp
+                timestamp = self._last_ordinary_timestamp
+                if requested >= timestamp:
+                    timestamp = self._last_ordinary_timestamp = requested
             else:
-                timestamp = requested
-            random = bytearray(self._random_bytes(16))
-            if self._sequence is None:
-                self._sequence = int.from_bytes(random[1:6], "big")
-            elif self._sequence >= _MAX_SEQUENCE:
+                timestamp = _as_timestamp(timestamp_ms)
+            random = int.from_bytes(self._random_bytes(16), "big")
+            sequence = self._sequence
+            if sequence is None:
+                sequence = (random >> 80) & _SEED_MASK  # random bytes 1-5
+            elif sequence >= _MAX_SEQUENCE:
                 raise ValueError(_EXHAUSTED_MESSAGE)
             else:
-                self._sequence += 1
-            return _format(timestamp, self._sequence, random)
+                sequence += 1
+            self._sequence = sequence
+            return _format(timestamp, sequence, random)
 
 
-def _format(timestamp: int, sequence: int, random: bytearray) -> str:
-    """Lay out the 16 bytes (48-bit time, version 7, 41-bit sequence, variant, random) as 8-4-4-4-12 hex."""
-    data = bytearray(16)
-    data[0:6] = timestamp.to_bytes(6, "big")
-    data[6] = 0x70 | ((sequence >> 37) & 0x0F)
-    data[7] = (sequence >> 29) & 0xFF
-    data[8] = 0x80 | ((sequence >> 23) & 0x3F)
-    data[9] = (sequence >> 15) & 0xFF
-    data[10] = (sequence >> 7) & 0xFF
-    data[11] = ((sequence & 0x7F) << 1) | (random[11] & 0x01)
-    data[12:16] = random[12:16]
-    text = data.hex()
-    return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+def _format(timestamp: int, sequence: int, random: int) -> str:
+    """Lay out the 16 bytes (48-bit time, version 7, 41-bit sequence, variant, random) as 8-4-4-4-12 hex.
 
+    ``random`` is the 16 random bytes as one big-endian int; its low 33 bits (the low bit of byte 11
+    and bytes 12-15) end the id. As one 128-bit int the layout is a few shifts: the top 12 bits of the
+    sequence follow the version nibble, its low 29 bits follow the variant.
+    """
+    value = (
+        (timestamp << 80)
+        | _VERSION_BITS
+        | ((sequence >> 29) << 64)
+        | _VARIANT_BITS
+        | ((sequence & _LOW_SEQUENCE_MASK) << 33)
+        | (random & _RANDOM_TAIL_MASK)
+    )
+    text = value.to_bytes(16, "big").hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_SEED_MASK = (1 << 40) - 1
+_VERSION_BITS = 0x7 << 76
+_VARIANT_BITS = 0b10 << 62
+_LOW_SEQUENCE_MASK = (1 << 29) - 1
+_RANDOM_TAIL_MASK = (1 << 33) - 1
 
 _PROCESS_MINTER = UuidV7Minter()
 
