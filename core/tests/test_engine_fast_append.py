@@ -223,6 +223,7 @@ def test_constructors_build_what_the_classes_build() -> None:
     stats = SessionStats(message_count=2, usage=empty_usage())
     built = _constructor(CommitResult)(1, (1, 2), 5, stats)
     assert built == CommitResult(first_seq=1, seqs=(1, 2), timestamp=5, stats=stats)
+    assert _constructor(SessionStats)(2, empty_usage()) == stats
     assert _constructor(Validated)("x", 2) == Validated(name="x", size=2)
     with pytest.raises(TypeError):
         _constructor(Validated)(1, 2)  # the validator still runs

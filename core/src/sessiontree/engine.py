@@ -324,20 +324,24 @@ class SessionState:
     def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
         """Assign seqs from ``next_seq`` and the one timestamp, then validate. Mutates nothing."""
         first = self.next_seq
-        committed: tuple[Write, ...] | None
         if _is_entry_then_value(writes):
-            # A branch append: the entry, then the branch tip.
-            entry_write, value_set = writes
-            committed = (
-                _stamp_entry(entry_write.entry, first, timestamp),  # type: ignore[attr-defined]
-                _value_set_with_seq(value_set, first + 1),
-            )
-        else:
-            committed = _stamp_entries(writes, first, timestamp)
-            if committed is None:
-                committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
+            return self._prepare_entry_then_value(writes, first, timestamp)
+        committed = _stamp_entries(writes, first, timestamp)
+        if committed is None:
+            committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
         self.validate_committed(committed)
         return _prepared_commit(committed, first, tuple(range(first, first + len(committed))), timestamp)
+
+    def _prepare_entry_then_value(self, writes: Sequence[Write], first: int, timestamp: int) -> PreparedCommit:
+        """:meth:`prepare_commit` for a branch append: the entry, then the branch tip."""
+        entry_write, value_set = writes
+        committed = (
+            _stamp_entry(entry_write.entry, first, timestamp),  # type: ignore[attr-defined]
+            _value_set_with_seq(value_set, first + 1),
+        )
+        if not self._is_valid_entry_then_value(committed):
+            self._validate_each(committed)
+        return _prepared_commit(committed, first, (first, first + 1), timestamp)
 
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
@@ -768,7 +772,7 @@ class SessionState:
     def get_stats(self) -> SessionStats:
         stats = self._stats
         if stats is None:
-            stats = self._stats = SessionStats(message_count=self._message_count, usage=self._usage_total)
+            stats = self._stats = _session_stats(self._message_count, self._usage_total)
         return stats
 
     # --- whole-state views ---------------------------------------------------------------------
@@ -906,6 +910,7 @@ def _is_entry_then_value(writes: Sequence[Write]) -> bool:
 _value_set_with_seq = _replacer(ValueSet, ("seq",))
 _stored_value = _constructor(StoredValue)
 _commit_result = _constructor(CommitResult)
+_session_stats = _constructor(SessionStats)
 _prepared_commit = _constructor(PreparedCommit)
 
 
