@@ -474,28 +474,35 @@ class SessionState:
         node_list, run_starts = self._node_list, self._run_starts
         position = len(node_list)
         previous_id = node_list[-1].id if node_list else None
-        run = run_starts[-1] if run_starts else 0
-        messages = 0
-        for node in nodes:
-            parent = node.parent_id
-            if parent is None or parent != previous_id:
-                run = position
-            run_starts.append(run)
-            previous_id = node.id
-            position += 1
-            if node.type == "message":
-                messages += 1
+        ids = list(map(_get_id, nodes))
+        parents = list(map(_get_parent_id, nodes))
+        if parents[1:] == ids[:-1]:
+            # One chain (the common batch): every node continues the run of the first.
+            first = parents[0]
+            run = run_starts[-1] if first is not None and first == previous_id else position
+            run_starts.extend(itertools.repeat(run, len(ids)))
+        else:
+            run = run_starts[-1] if run_starts else 0
+            for parent, node_id in zip(parents, ids):
+                if parent is None or parent != previous_id:
+                    run = position
+                run_starts.append(run)
+                previous_id = node_id
+                position += 1
+        messages = list(map(_get_type, nodes)).count("message")
         held = self._held
-        if held is not None:
+        if held is not None and type(nodes[0]) is not EntryNode:
+            self._held = None  # a backend's own node (JSONL's lazy one) may not hold its entry
+        elif held is not None:
             entries = [node.held if type(node) is EntryNode else None for node in nodes]
             # Identity test: ``None in entries`` would call each entry's __eq__.
             if any(entry is None for entry in entries):
                 self._held = None
             else:
                 held.extend(entries)  # type: ignore[arg-type]
-        self._nodes.update({node.id: node for node in nodes})
+        self._nodes.update(zip(ids, nodes))
         node_list.extend(nodes)
-        self._node_seqs.extend([node.seq for node in nodes])  # type: ignore[misc]
+        self._node_seqs.extend(map(_get_seq, nodes))
         if messages:
             self._message_count += messages
             self._stats = None
@@ -907,6 +914,10 @@ def _is_entry_then_value(writes: Sequence[Write]) -> bool:
     return len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet
 
 
+_get_id = operator.attrgetter("id")
+_get_parent_id = operator.attrgetter("parent_id")
+_get_type = operator.attrgetter("type")
+_get_seq = operator.attrgetter("seq")
 _value_set_with_seq = _replacer(ValueSet, ("seq",))
 _stored_value = _constructor(StoredValue)
 _commit_result = _constructor(CommitResult)

@@ -68,8 +68,14 @@ def _nodes(storage: JsonlStorage) -> list[LazyEntryNode]:
 
 
 def _fresh_source(storage: JsonlStorage, cache_bytes: int) -> tuple[EntrySource, _CountingHandle]:
-    """Point every node at a new source over a counting handle, with nothing held yet."""
+    """Point every node at a new source over a counting handle, with nothing held yet.
+
+    Every node is placed first (read once through the old source), so the new handle counts entry
+    reads only.
+    """
     generation = storage._generation
+    storage.get_entries([n.id for n in _nodes(storage)])
+    assert all(n.length > 0 for n in _nodes(storage))
     handle = _CountingHandle(generation.source.handle)
     source = EntrySource(handle, "s.jsonl", cache_bytes=cache_bytes)  # type: ignore[arg-type]
     for node in _nodes(storage):
@@ -98,6 +104,7 @@ def test_the_budget_bounds_what_is_held_and_evicts_the_oldest_first(
     storage, all_ids = opened
     ids = all_ids[1:]  # the first entry has no parent: its JSON is shorter
     nodes = [n for n in _nodes(storage) if n.id in ids]
+    _, handle = _fresh_source(storage, cache_bytes=1)
     length = nodes[0].length
     assert all(n.length == length for n in nodes)
     _, handle = _fresh_source(storage, cache_bytes=3 * length)

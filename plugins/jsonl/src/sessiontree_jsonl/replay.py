@@ -20,11 +20,14 @@ and validation never looks at them), so only the surviving payloads are decoded 
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
+from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from itertools import islice, repeat
+from collections.abc import Callable, Iterator, Sequence
+from typing import Annotated, Any, cast
 
 import msgspec
 
@@ -53,6 +56,10 @@ def line_error(path: str, line: int) -> StorageFormatError:
 # A line that did carry one is overwritten right after decoding, so it cannot change a node.
 _NOT_FROM_JSON = "\u2063sessiontree."
 
+# Out-of-range seqs and timestamps fail msgspec's own checks, sending the line down the exact path.
+_Seq = Annotated[int, msgspec.Meta(ge=0, le=jsjson.MAX_SAFE_INTEGER)]
+_Timestamp = Annotated[int, msgspec.Meta(ge=0, le=jsjson.MAX_SAFE_INTEGER)]
+
 
 class LazyEntryNode(
     msgspec.Struct,
@@ -70,6 +77,10 @@ class LazyEntryNode(
 ):
     """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``.
 
+    A node replayed from an array line starts with ``offset`` at the line and ``length`` at
+    ``-1 - index`` (its element's index in the array): finding where each element of a line starts
+    costs a second decode of the line, so it is done on the first read of one of its entries.
+
     It offers what :class:`~sessiontree.engine.EntryNode` offers (the structural fields, ``entry`` and
     ``structure()``) and is decoded straight from a line's JSON by msgspec: no per-entry Python object
     is built besides it, and it is not tracked by the cycle collector (nothing it refers to refers back
@@ -79,8 +90,8 @@ class LazyEntryNode(
     one attribute read, with no lock and no lookup.
     """
 
-    seq: int
-    timestamp: int
+    seq: _Seq
+    timestamp: _Timestamp
     id: str
     parent_id: str | None
     type: str
@@ -137,8 +148,13 @@ class EntrySource:
         self._cache_bytes = cache_bytes
         self._cached = 0
         self._lock = threading.Lock()
-        self.loader: Callable[[LazyEntryNode], Entry] = _EntryLoader(handle, path, weakref.ref(self))
+        self.loader: _EntryLoader = _EntryLoader(handle, path, weakref.ref(self))
         """What a node of this source calls to decode its entry (set it as the node's ``loader``)."""
+
+    def register_array_line(self, offset: int, length: int) -> None:
+        """Note the array line at ``[offset, offset+length)`` whose nodes are not placed yet (the
+        ``-1 - index`` lengths of :class:`LazyEntryNode`)."""
+        self.loader.array_lines[offset] = length
 
     def load(self, node: LazyEntryNode) -> Entry:
         """The full entry of ``node`` (a node of this source)."""
@@ -166,17 +182,29 @@ class EntrySource:
 
 
 class _EntryLoader:
-    """Decodes one node's entry from the file and offers it to the source's cache (if still alive)."""
+    """Decodes one node's entry from the file and offers it to the source's cache (if still alive).
 
-    __slots__ = ("handle", "path", "_source")
+    ``array_lines`` maps the offset of each array line with unplaced nodes to the line's length, and
+    once one of its nodes was read, to the ``(offset in line, length)`` pairs of all its elements. It
+    holds numbers only: nodes refer to the loader, so it must not refer back to them.
+    """
+
+    __slots__ = ("handle", "path", "_source", "array_lines", "_placing")
 
     def __init__(self, handle: FileHandle, path: str, source: weakref.ref[EntrySource]) -> None:
         self.handle = handle
         self.path = path
         self._source = source
+        self.array_lines: dict[int, int | array[int]] = {}
+        self._placing = threading.Lock()
 
     def __call__(self, node: LazyEntryNode) -> Entry:
-        raw = self.handle.read_at(node.offset, node.length)
+        # ``offset`` is always set before ``length``: a placed length means a placed offset.
+        length = node.length
+        offset = node.offset
+        if length < 0:
+            offset, length = self._place(node)
+        raw = self.handle.read_at(offset, length)
         try:
             write = committed_write_from_wire(jsjson.loads(raw))
         except (ValueError, StorageError) as error:
@@ -194,13 +222,43 @@ class _EntryLoader:
             source.remember(node, write.entry)
         return write.entry
 
+    def _place(self, node: LazyEntryNode) -> tuple[int, int]:
+        """Give a node of an array line its element's offset and length (decoding the line's element
+        boundaries on the first read from that line)."""
+        with self._placing:
+            if node.length >= 0:
+                return node.offset, node.length
+            line_offset = node.offset
+            spans = self.array_lines[line_offset]
+            if type(spans) is int:
+                line = self.handle.read_at(line_offset, spans)
+                try:
+                    pairs = element_spans(line)
+                except (*_FAST_ERRORS, ValueError) as error:
+                    raise StorageFormatError(
+                        f"Invalid JSONL storage {self.path}: line at byte {line_offset} no longer decodes",
+                        path=self.path,
+                    ) from error
+                spans = self.array_lines[line_offset] = array("q", [n for pair in pairs for n in pair])
+            index = 2 * (-1 - node.length)
+            if index + 1 >= len(spans):  # type: ignore[arg-type]
+                raise StorageFormatError(
+                    f"Invalid JSONL storage {self.path}: entry {node.id} at byte {line_offset} changed on disk",
+                    path=self.path,
+                )
+            offset = line_offset + spans[index]  # type: ignore[index]
+            length = spans[index + 1]  # type: ignore[index]
+            node.offset = offset
+            node.length = length
+            return offset, length
+
 
 # --- fast structural decoding ---------------------------------------------------------------------
 
 
 class _ValueRecord(msgspec.Struct, gc=False, tag_field="kind", tag="value"):
     op: str
-    seq: int
+    seq: _Seq
     namespace: str
     key: str
     value: msgspec.Raw | msgspec.UnsetType = _UNSET
@@ -208,14 +266,14 @@ class _ValueRecord(msgspec.Struct, gc=False, tag_field="kind", tag="value"):
 
 class _ListRecord(msgspec.Struct, gc=False, tag_field="kind", tag="list"):
     op: str
-    seq: int
+    seq: _Seq
     namespace: str
     key: str
     value: msgspec.Raw | msgspec.UnsetType = _UNSET
 
 
 class _UsageRecord(msgspec.Struct, gc=False, tag_field="kind", tag="usage"):
-    seq: int
+    seq: _Seq
     id: str
 
 
@@ -226,6 +284,39 @@ _VALUE_OPS = frozenset(("set", "delete"))
 _LIST_OPS = frozenset(("append", "delete"))
 _decode_raws = msgspec.json.Decoder(list[msgspec.Raw]).decode
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+_ENTRIES_ONLY = {LazyEntryNode}
+_get_id = operator.attrgetter("id")
+_get_parent_id = operator.attrgetter("parent_id")
+_get_type = operator.attrgetter("type")
+_get_seq = operator.attrgetter("seq")
+
+
+def _consume(iterator: Iterator[object]) -> None:
+    deque(iterator, maxlen=0)
+
+
+def element_spans(line: bytes | memoryview) -> list[tuple[int, int]]:
+    """The ``(offset, length)`` in ``line`` (one JSON array of objects, no LF) of every element."""
+    lengths = list(map(len, _decode_raws(line)))
+    stop = len(line)
+    while line[stop - 1] in _JSON_SPACE:
+        stop -= 1
+    spans = []
+    # pi writes compact arrays ("[a,b,c]"): then every element's offset follows from the lengths
+    # alone; otherwise (spaces around elements) each "{" is searched for.
+    if sum(lengths) + len(lengths) + (not lengths) == stop - 1:
+        cursor = 1
+        for length in lengths:
+            spans.append((cursor, length))
+            cursor += length + 1
+    else:
+        data = bytes(line)
+        cursor = 1
+        for length in lengths:
+            at = data.index(b"{", cursor, stop)
+            spans.append((at, length))
+            cursor = at + length
+    return spans
 
 
 class _NeedsExactPath(Exception):  # noqa: N818 - a signal, not an error
@@ -280,7 +371,7 @@ class Replayer:
         self.end_offset = 0
         """File offset just after the last line replayed (set by :meth:`feed`)."""
         self._initial_next_seq = state.next_seq
-        self._loader: Callable[[LazyEntryNode], Entry] = source.loader
+        self._loader = source.loader
         # (namespace, key) -> the last value write; lists -> [seq of the last delete or None, later appends]
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
         self._lists: dict[tuple[str, str], list[Any]] = {}
@@ -321,23 +412,18 @@ class Replayer:
         first = data[start]
         try:
             if first == _OPEN_BRACKET:
-                line = view[start:end]
-                records: Sequence[Any] = _decode_records(line)
-                lengths: list[int] | None = list(map(len, _decode_raws(line)))
-                stop = end
-                while data[stop - 1] in _JSON_SPACE:
-                    stop -= 1
-                # pi writes compact arrays ("[a,b,c]"): then every element's offset follows from the
-                # lengths alone; otherwise (spaces around elements) each "{" is searched for.
-                compact = sum(lengths) + len(lengths) + (not lengths) == stop - start - 1  # type: ignore[arg-type]
+                records: Sequence[Any] = _decode_records(view[start:end])
+                in_array = True
             elif first == _OPEN_BRACE:
                 records = (_decode_record(view[start:end]),)
-                lengths = None
-                compact = True
+                in_array = False
             else:
                 raise _NeedsExactPath
         except _FAST_ERRORS:
             raise _NeedsExactPath from None
+        line_offset = base + start
+        if in_array and self._chain_line(records, line_offset, end - start):
+            return
         state = self.state
         has_entry = state.has_entry
         usage_ids = self.usage_ids
@@ -346,24 +432,18 @@ class Replayer:
         nodes: list[LazyEntryNode] = []
         usage: list[UsageWrite] | None = None
         addressed: list[Any] | None = None
-        cursor = start + 1
         last = self._last_node
+        loader = self._loader
+        spans: list[tuple[int, int]] | None = None
         for position, record in enumerate(records):
-            if lengths is not None:
-                length = lengths[position]
-                # Every element is an object (decoding failed above otherwise): it starts with "{".
-                at = cursor if compact else data.index(b"{", cursor, end)
-                cursor = at + length + 1
+            # seq and timestamp are within 0..2**53-1: msgspec checked it.
             seq = record.seq
-            if seq <= previous or seq > jsjson.MAX_SAFE_INTEGER:
+            if seq <= previous:
                 raise _NeedsExactPath
             previous = seq
             kind = type(record)
             if kind is LazyEntryNode:
                 entry_id = record.id
-                timestamp = record.timestamp
-                if timestamp < 0 or timestamp > jsjson.MAX_SAFE_INTEGER:
-                    raise _NeedsExactPath
                 # Ids already stored are checked for the whole line at once, after the loop.
                 if line_ids is not None and entry_id in line_ids:
                     raise _NeedsExactPath
@@ -377,18 +457,18 @@ class Replayer:
                     line_ids = {entry_id}
                 else:
                     line_ids.add(entry_id)
-                if lengths is None:
-                    at = start
+                if record.type == "message":
+                    record.type = "message"  # one shared string for the common type
+                record.loader = loader
+                record.held = None
+                record.offset = line_offset
+                if in_array:
+                    record.length = -1 - position  # placed by the loader on its first read
+                else:
                     stop = end
                     while data[stop - 1] in _JSON_SPACE:
                         stop -= 1
-                    length = stop - start
-                if record.type == "message":
-                    record.type = "message"  # one shared string for the common type
-                record.loader = self._loader
-                record.held = None
-                record.offset = base + at
-                record.length = length
+                    record.length = stop - start
                 nodes.append(record)
                 last = record
             elif kind is _ValueRecord or kind is _ListRecord:
@@ -406,7 +486,13 @@ class Replayer:
                     addressed.append(record)
             else:
                 # Usage rows are small and rare: decode them whole, as the exact path would.
-                write = _usage_write(view[start:end] if lengths is None else view[at : at + length])
+                if in_array:
+                    if spans is None:
+                        spans = element_spans(view[start:end])
+                    at, length = spans[position]
+                    write = _usage_write(view[start + at : start + at + length])
+                else:
+                    write = _usage_write(view[start:end])
                 row_id = write.row.id
                 if row_id in usage_ids or has_entry(row_id) or (line_ids is not None and row_id in line_ids):
                     raise _NeedsExactPath
@@ -428,6 +514,8 @@ class Replayer:
             stored |= line_ids
         # Everything checked and nothing mutated so far: apply.
         if nodes:
+            if in_array:
+                self.source.register_array_line(line_offset, end - start)
             state.add_entry_nodes(cast("list[EntryNode]", nodes))
             self._last_node = last
         if usage is not None:
@@ -443,6 +531,55 @@ class Replayer:
                     self._fold(record)
         self.last_seq = previous
         state.next_seq = previous + 1
+
+    def _chain_line(self, records: Sequence[Any], line_offset: int, line_length: int) -> bool:
+        """Replay the common array line, entries only and each the child of the one before, with list
+        operations instead of one step per record. The checks are those of the general loop; returns
+        ``False`` (having changed nothing the loop relies on) when the line is not such a chain."""
+        if not records or set(map(type, records)) != _ENTRIES_ONLY:
+            return False
+        ids = list(map(_get_id, records))
+        parents = list(map(_get_parent_id, records))
+        if parents[1:] != ids[:-1]:
+            return False
+        seqs = list(map(_get_seq, records))
+        if seqs[0] <= self.last_seq or not all(map(operator.lt, seqs, islice(seqs, 1, None))):
+            raise _NeedsExactPath
+        line_ids = set(ids)
+        if len(line_ids) != len(ids):
+            raise _NeedsExactPath
+        state = self.state
+        last = self._last_node
+        first_parent = parents[0]
+        continues_last = last is not None and first_parent == last.id
+        if first_parent is not None and not continues_last and not state.has_entry(first_parent):
+            raise _NeedsExactPath
+        stored = self._stored_ids
+        if (
+            any(map(state.has_entry, line_ids)) if stored is None else not stored.isdisjoint(line_ids)
+        ) or not self.usage_ids.isdisjoint(line_ids):
+            raise _NeedsExactPath
+        # Everything checked: fill in the nodes' own fields and apply.
+        count = len(records)
+        if continues_last:
+            records[0].parent_id = last.id  # type: ignore[union-attr]
+        # Share each parent id with its parent's own id string rather than hold a second copy.
+        _consume(map(setattr, islice(records, 1, None), repeat("parent_id"), ids))
+        types = list(map(_get_type, records))
+        if types.count("message") == count:
+            _consume(map(setattr, records, repeat("type"), repeat("message")))
+        _consume(map(setattr, records, repeat("loader"), repeat(self._loader, count)))
+        _consume(map(setattr, records, repeat("held"), repeat(None, count)))
+        _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
+        _consume(map(setattr, records, repeat("length"), range(-1, -1 - count, -1)))
+        if stored is not None:
+            stored |= line_ids
+        self.source.register_array_line(line_offset, line_length)
+        state.add_entry_nodes(cast("list[EntryNode]", records))
+        self._last_node = records[-1]
+        self.last_seq = seqs[-1]
+        state.next_seq = seqs[-1] + 1
+        return True
 
     def _exact_line(self, text: bytes) -> None:
         state = self.state
