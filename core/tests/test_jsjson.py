@@ -632,3 +632,21 @@ def test_loads_then_dumps_equals_node_parse_then_stringify(node: _Node, value: A
     text = ref_stringify(value)
     assert text is not None
     assert jsjson.dumps(jsjson.loads(text)) == node.ask("parse", text)
+
+
+@given(st.lists(json_values, max_size=6))
+def test_dumpb_many_encodes_each_value_as_dumpb_does(values: list[Any]) -> None:
+    assert jsjson.dumpb_many(values) == [jsjson.dumpb(v) for v in values]
+
+
+def test_dumpb_many_sends_every_value_to_the_exact_encoder_when_one_is_not_exact() -> None:
+    values = [{"a": 1}, {"b": 2.0}, {"1": "x", "z": 0}, [ABSENT, 1e21], {"c": 1e-7}]
+    assert jsjson.dumpb_many(values) == [
+        b'{"a":1}',
+        b'{"b":2}',
+        b'{"1":"x","z":0}',
+        b"[null,1e+21]",
+        b'{"c":1e-7}',
+    ]
+    with pytest.raises(TypeError):
+        jsjson.dumpb_many([{"a": 1}, object()])

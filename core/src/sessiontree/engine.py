@@ -589,7 +589,8 @@ class SessionState:
         for entry_id in ids:
             node = nodes.get(entry_id)
             if node is not None and entry_id not in found:
-                found[entry_id] = node.entry
+                held = node.held  # a held entry without the call into ``entry``
+                found[entry_id] = held if held is not None else node.entry
         return found
 
     def get_value(self, address: Address) -> StoredValue | None:

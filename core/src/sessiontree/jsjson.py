@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from .model import ABSENT, JsonValue
 
-__all__ = ["JSONDecodeError", "dumpb", "dumps", "format_number", "is_array_index", "loads"]
+__all__ = ["JSONDecodeError", "dumpb", "dumpb_many", "dumps", "format_number", "is_array_index", "loads"]
 
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2
@@ -238,6 +239,22 @@ def dumpb(value: JsonValue) -> bytes:
     if _orjson_is_exact(data):
         return data
     return _slow_dumps(value).encode("utf-8")
+
+
+def dumpb_many(values: Sequence[JsonValue]) -> list[bytes]:
+    """``[dumpb(v) for v in values]``, with one exactness check over all the encodings together.
+
+    The check looks for byte patterns only; every pattern inside one encoding is also inside the
+    comma-joined whole, so a clean whole means every encoding is exact. Otherwise each value goes
+    through :func:`dumpb` on its own.
+    """
+    try:
+        parts = [orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS) for value in values]
+    except TypeError:
+        return [dumpb(value) for value in values]
+    if _orjson_is_exact(b",".join(parts)):
+        return parts
+    return [dumpb(value) for value in values]
 
 
 def dumps(value: JsonValue) -> str:

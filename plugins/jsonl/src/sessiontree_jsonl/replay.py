@@ -177,6 +177,23 @@ class EntrySource:
                 dropped.held = None
                 self._cached -= dropped.length
 
+    def remember_many(self, nodes: Sequence[LazyEntryNode], entries: Sequence[Entry]) -> None:
+        """:meth:`remember` for each node and its entry, in order, under one lock."""
+        budget = self._cache_bytes
+        with self._lock:
+            held = self._held
+            for node, entry in zip(nodes, entries, strict=True):
+                size = node.length
+                if size > budget or node.held is not None:
+                    continue
+                node.held = entry
+                held.append(node)
+                self._cached += size
+            while self._cached > budget:
+                dropped = held.popleft()
+                dropped.held = None
+                self._cached -= dropped.length
+
     def close(self) -> None:
         self.handle.close()
 

@@ -595,7 +595,7 @@ class JsonlStorage:
 
 def _encode_line(writes: Sequence[Write]) -> tuple[bytes, list[tuple[int, int]]]:
     """The transaction line (with LF) and the ``(offset in line, length)`` of every write's object."""
-    parts = [jsjson.dumpb(committed_write_to_wire(w)) for w in writes]
+    parts = jsjson.dumpb_many([committed_write_to_wire(w) for w in writes])
     if len(parts) == 1:
         return parts[0] + b"\n", [(0, len(parts[0]))]
     spans = []
@@ -612,23 +612,38 @@ def _apply_appended(
     """Apply a commit just appended at ``line_offset``; its entries become lazy nodes of the file."""
     state = generation.state
     source = generation.source
+    nodes: list[LazyEntryNode] = []
+    entries: list[Entry] = []
     for write, (offset, length) in zip(prepared.writes, spans, strict=True):
         if isinstance(write, EntryWrite):
             entry = write.entry
-            node = LazyEntryNode(
-                seq=entry.seq,  # type: ignore[arg-type]
-                timestamp=entry.timestamp,  # type: ignore[arg-type]
-                id=entry.id,
-                parent_id=entry.parent_id,
-                type=entry.type,
-                custom_type=entry.custom_type,
-                offset=line_offset + offset,
-                length=length,
-                loader=source.loader,
+            nodes.append(
+                LazyEntryNode(
+                    seq=entry.seq,  # type: ignore[arg-type]
+                    timestamp=entry.timestamp,  # type: ignore[arg-type]
+                    id=entry.id,
+                    parent_id=entry.parent_id,
+                    type=entry.type,
+                    custom_type=entry.custom_type,
+                    offset=line_offset + offset,
+                    length=length,
+                    loader=source.loader,
+                )
             )
-            state.add_entry_node(as_engine_node(node))
-            source.remember(node, entry)
-        else:
-            state.apply_committed((write,))
-            if isinstance(write, UsageWrite):
-                generation.usage_ids.add(write.row.id)
+            entries.append(entry)
+            continue
+        # Entries before a write of another kind are stored first: the state sees the commit in order.
+        _add_nodes(state, source, nodes, entries)
+        state.apply_committed((write,))
+        if isinstance(write, UsageWrite):
+            generation.usage_ids.add(write.row.id)
+    _add_nodes(state, source, nodes, entries)
+
+
+def _add_nodes(state: SessionState, source: EntrySource, nodes: list[LazyEntryNode], entries: list[Entry]) -> None:
+    """Store the pending entry nodes in one batch, keep their entries held, and clear both lists."""
+    if nodes:
+        state.add_entry_nodes([as_engine_node(node) for node in nodes])
+        source.remember_many(nodes, entries)
+        nodes.clear()
+        entries.clear()
