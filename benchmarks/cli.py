@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from .pi import PI_BACKENDS, default_oracle, load_pi_results, run_pi_bench, run_
 from .report import memory_table, ratio_table, results_table
 from .results import Result, results_from_json
 from .scenarios import plan_for_sizes, run_backend
+from .summary import summarize, summary_table
 
 __all__ = ["main", "parse_arguments"]
 
@@ -100,6 +102,15 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="print a saved --json report again (as text, --markdown or --json) instead of running",
     )
     parser.add_argument(
+        "--summarize",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="REPORT",
+        help="summarize several saved --json reports (median, range and latest ratio per row; "
+        "--markdown for Markdown) instead of running",
+    )
+    parser.add_argument(
         "--oracle",
         type=Path,
         default=None,
@@ -120,6 +131,13 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _progress(quiet: bool, message: str) -> None:
     if not quiet:
         print(message, file=sys.stderr, flush=True)
+
+
+def _settle() -> None:
+    """Flush dirty pages before a timed phase, so the kernel's writeback of what the previous phase
+    wrote (pi's 1k-session catalog, the 100k-entry files) does not take CPU from the next one."""
+    if hasattr(os, "sync"):
+        os.sync()
 
 
 def _measure_memory(backend: BenchBackend, entries: int, runs: int) -> MemoryMeasurement:
@@ -154,6 +172,14 @@ def _load_pi_document(path: Path) -> tuple[list[Result], list[MemoryMeasurement]
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = parse_arguments(argv)
+    if arguments.summarize is not None:
+        try:
+            reports = [_read_report_document(path) for path in arguments.summarize]
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(summary_table(summarize(reports), markdown=arguments.markdown))
+        return 0
     if arguments.report is not None:
         try:
             saved = _load_report(arguments.report)
@@ -171,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ours: list[Result] = []
     for backend in backends:
+        _settle()
         ours.extend(
             run_backend(
                 backend,
@@ -185,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.mem_entries:
         for backend in backends:
             if backend.persistent:
+                _settle()
                 measured = _measure_memory(backend, arguments.mem_entries, arguments.mem_runs)
                 _progress(arguments.quiet, f"sessiontree {backend.name} | fresh-process open | {measured}")
                 our_memory.append(measured)
@@ -199,10 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         pi_backends = [b.name for b in backends if b.name in PI_BACKENDS]
         if pi_backends:
             _progress(arguments.quiet, f"pi: {oracle} bench on {','.join(pi_backends)} (may take minutes)")
+            _settle()
             pi_rows, pi_implementation = run_pi_bench(
                 oracle, arguments.sizes, arguments.reps, pi_backends, arguments.catalog_max
             )
         if arguments.mem_entries and "jsonl" in pi_backends:
+            _settle()
             pi_memory.append(_measure_pi_memory(oracle, arguments.mem_entries, arguments.mem_runs))
             _progress(arguments.quiet, f"pi jsonl | fresh-process open | {pi_memory[-1]}")
 
@@ -233,12 +263,7 @@ def _load_report(
     path: Path,
 ) -> tuple[list[Result], list[Result], list[MemoryMeasurement], list[MemoryMeasurement], dict[str, Any]]:
     """A saved ``--json`` report: both sides' rows and memory measurements, and the machine."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read the report: {exc}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("sessiontree"), list):
-        raise ValueError(f"{path}: not a --json report (no 'sessiontree' rows)")
+    document = _read_report_document(path)
     memory = document.get("memory") or {}
     try:
         our_memory = [MemoryMeasurement(**item) for item in memory.get("sessiontree", [])]
@@ -252,6 +277,17 @@ def _load_report(
         pi_memory,
         dict(document.get("machine") or {}),
     )
+
+
+def _read_report_document(path: Path) -> dict[str, Any]:
+    """The JSON document of a saved ``--json`` report; ``ValueError`` naming the file otherwise."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the report: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("sessiontree"), list):
+        raise ValueError(f"{path}: not a --json report (no 'sessiontree' rows)")
+    return document
 
 
 def _json_report(

@@ -268,3 +268,35 @@ def test_cli_report_refuses_a_file_that_is_not_a_report(
 def test_cli_refuses_an_unknown_backend(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--backends", "nope", "--quiet"]) == 2
     assert "Backend 'nope' is not installed" in capsys.readouterr().err
+
+
+def _report(ratio: float, ours: float, theirs: float) -> dict[str, object]:
+    row = {"backend": "memory", "scenario": "list sessions", "dataset": "d"}
+    return {
+        "sessiontree": [{**row, "median_ms": ours, "min_ms": ours, "n": 5}],
+        "pi": [{**row, "median_ms": theirs, "min_ms": theirs, "n": 5}],
+        "targets": [{**row, "ratio": ratio, "target": 0.5, "reason": "r", "met": ratio <= 0.5}],
+    }
+
+
+def test_summarize_judges_each_row_by_the_median_of_the_runs_ratios(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.summary import summarize
+
+    reports = [_report(0.9, 9.0, 10.0), _report(0.4, 4.0, 10.0), _report(0.45, 4.5, 10.0)]
+    (row,) = summarize(reports)
+    assert row.ratios == (0.9, 0.4, 0.45) and row.median == 0.45 and row.met
+    assert row.ours_ms == (9.0, 4.0, 4.5) and row.pi_ms == (10.0, 10.0, 10.0)
+    (row,) = summarize(reports[:1] + [_report(0.7, 7.0, 10.0)])
+    assert row.median == 0.8 and not row.met
+
+    paths = []
+    for index, report in enumerate(reports):
+        paths.append(tmp_path / f"run{index}.json")
+        paths[-1].write_text(json.dumps(report), encoding="utf-8")
+    assert main(["--summarize", *map(str, paths), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| memory | list sessions | d | 0.5 | 0.450 | 0.450 | 0.400–0.900 | 4.0–9.0 | 10.0–10.0 | yes |" in out
+    assert main(["--summarize", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read the report" in capsys.readouterr().err
