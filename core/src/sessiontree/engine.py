@@ -471,25 +471,42 @@ class SessionState:
         for a replay's batch)."""
         if not nodes:
             return
-        node_list, run_starts = self._node_list, self._run_starts
-        position = len(node_list)
-        previous_id = node_list[-1].id if node_list else None
         ids = list(map(_get_id, nodes))
         parents = list(map(_get_parent_id, nodes))
         if parents[1:] == ids[:-1]:
-            # One chain (the common batch): every node continues the run of the first.
-            first = parents[0]
-            run = run_starts[-1] if first is not None and first == previous_id else position
-            run_starts.extend(itertools.repeat(run, len(ids)))
-        else:
-            run = run_starts[-1] if run_starts else 0
-            for parent, node_id in zip(parents, ids):
-                if parent is None or parent != previous_id:
-                    run = position
-                run_starts.append(run)
-                previous_id = node_id
-                position += 1
-        messages = list(map(_get_type, nodes)).count("message")
+            self.add_entry_chain(nodes, ids, list(map(_get_seq, nodes)), list(map(_get_type, nodes)))
+            return
+        node_list, run_starts = self._node_list, self._run_starts
+        position = len(node_list)
+        previous_id = node_list[-1].id if node_list else None
+        run = run_starts[-1] if run_starts else 0
+        for parent, node_id in zip(parents, ids):
+            if parent is None or parent != previous_id:
+                run = position
+            run_starts.append(run)
+            previous_id = node_id
+            position += 1
+        self._store_nodes(nodes, ids, list(map(_get_seq, nodes)), list(map(_get_type, nodes)))
+
+    def add_entry_chain(
+        self, nodes: Sequence[EntryNode], ids: list[str], seqs: list[int], types: list[str]
+    ) -> None:
+        """:meth:`add_entry_nodes` for validated nodes each the child of the one before (the first may
+        continue the last stored node or start anywhere), given their ids, seqs and types."""
+        if not nodes:
+            return
+        run_starts = self._run_starts
+        node_list = self._node_list
+        first = nodes[0].parent_id
+        continues = first is not None and bool(node_list) and node_list[-1].id == first
+        run = run_starts[-1] if continues else len(node_list)
+        run_starts.extend(itertools.repeat(run, len(ids)))
+        self._store_nodes(nodes, ids, seqs, types)
+
+    def _store_nodes(
+        self, nodes: Sequence[EntryNode], ids: list[str], seqs: list[int], types: list[str]
+    ) -> None:
+        # Everything of a node batch but the run starts, which the callers have appended.
         held = self._held
         if held is not None and type(nodes[0]) is not EntryNode:
             self._held = None  # a backend's own node (JSONL's lazy one) may not hold its entry
@@ -501,12 +518,13 @@ class SessionState:
             else:
                 held.extend(entries)  # type: ignore[arg-type]
         self._nodes.update(zip(ids, nodes))
-        node_list.extend(nodes)
-        self._node_seqs.extend(map(_get_seq, nodes))
+        self._node_list.extend(nodes)
+        self._node_seqs.extend(seqs)
+        messages = types.count("message")
         if messages:
             self._message_count += messages
             self._stats = None
-        self.next_seq = nodes[-1].seq + 1  # type: ignore[operator]
+        self.next_seq = seqs[-1] + 1
 
     def _append_node(self, node: EntryNode) -> None:
         node_list = self._node_list

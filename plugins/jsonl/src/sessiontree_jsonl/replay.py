@@ -592,7 +592,7 @@ class Replayer:
         if stored is not None:
             stored |= line_ids
         self.source.register_array_line(line_offset, line_length)
-        state.add_entry_nodes(cast("list[EntryNode]", records))
+        state.add_entry_chain(cast("list[EntryNode]", records), ids, seqs, types)
         self._last_node = records[-1]
         self.last_seq = seqs[-1]
         state.next_seq = seqs[-1] + 1
