@@ -143,15 +143,30 @@ def _replay_range(generation: Generation, handle: FileHandle, start: int, end: i
             chunk = handle.read_at(offset, min(_CHUNK, end - offset))
             if not chunk:
                 break
+            chunk_at = offset
             offset += len(chunk)
-            data = pending + chunk if pending else chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                pending = data
+            first = 0
+            if pending:
+                # Only the line cut by the previous chunk is joined; the rest is replayed in place
+                # (joining whole chunks would copy every byte of the file once more).
+                newline = chunk.find(b"\n")
+                if newline < 0:
+                    pending += chunk
+                    continue
+                joined = pending + chunk[: newline + 1]
+                replayer.feed(joined, pending_at)
+                pending_at += len(joined)
+                pending = b""
+                first = newline + 1
+                generation.known_end = pending_at
+                generation.line_count = replayer.line
+            cut = chunk.rfind(b"\n")
+            if cut < first:
+                pending = chunk[first:]
                 continue
-            replayer.feed(data, pending_at, cut + 1)
-            pending_at += cut + 1
-            pending = data[cut + 1 :]
+            replayer.feed(chunk, chunk_at, cut + 1, first)
+            pending_at = chunk_at + cut + 1
+            pending = chunk[cut + 1 :]
             generation.known_end = pending_at
             generation.line_count = replayer.line
     except StorageFormatError:

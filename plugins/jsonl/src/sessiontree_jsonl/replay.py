@@ -308,6 +308,10 @@ _get_type = operator.attrgetter("type")
 _get_seq = operator.attrgetter("seq")
 
 
+# The unplaced lengths -1, -2, ... as shared int objects: a line's nodes do not each get new ones.
+_UNPLACED = tuple(range(-1, -4097, -1))
+
+
 def _consume(iterator: Iterator[object]) -> None:
     deque(iterator, maxlen=0)
 
@@ -399,16 +403,16 @@ class Replayer:
 
     # -- feeding -------------------------------------------------------------------------------------
 
-    def feed(self, data: bytes, base_offset: int, size: int | None = None) -> None:
-        """Replay every line of ``data[:size]`` (complete lines only: it must end with LF).
+    def feed(self, data: bytes, base_offset: int, size: int | None = None, start: int = 0) -> None:
+        """Replay every line of ``data[start:size]`` (complete lines only: it must end with LF).
 
         ``base_offset`` is the file offset of ``data[0]``. Raises pi's ``Invalid JSONL storage <path>:
         line <n>`` with the cause chained; lines before the bad one stay applied.
         """
         view = memoryview(data)
-        position = 0
+        position = start
         size = len(data) if size is None else size
-        self.end_offset = base_offset
+        self.end_offset = base_offset + start
         find = data.find
         fast = self._fast_line
         while position < size:
@@ -588,7 +592,8 @@ class Replayer:
         _consume(map(setattr, records, repeat("loader"), repeat(self._loader, count)))
         _consume(map(setattr, records, repeat("held"), repeat(None, count)))
         _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
-        _consume(map(setattr, records, repeat("length"), range(-1, -1 - count, -1)))
+        unplaced = _UNPLACED if count <= len(_UNPLACED) else range(-1, -1 - count, -1)
+        _consume(map(setattr, records, repeat("length"), unplaced))
         if stored is not None:
             stored |= line_ids
         self.source.register_array_line(line_offset, line_length)
