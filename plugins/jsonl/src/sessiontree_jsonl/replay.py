@@ -26,7 +26,7 @@ import weakref
 from array import array
 from collections import deque
 from itertools import islice, repeat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, cast
 
 import msgspec
