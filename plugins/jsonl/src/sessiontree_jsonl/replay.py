@@ -25,8 +25,8 @@ import threading
 import weakref
 from array import array
 from collections import deque
-from itertools import islice, repeat
 from collections.abc import Iterator, Sequence
+from itertools import islice, repeat
 from typing import Annotated, Any, cast
 
 import msgspec
@@ -169,13 +169,9 @@ class EntrySource:
             if node.held is not None:
                 return
             node.held = entry
-            held = self._held
-            held.append(node)
+            self._held.append(node)
             self._cached += size
-            while self._cached > self._cache_bytes:
-                dropped = held.popleft()
-                dropped.held = None
-                self._cached -= dropped.length
+            self._evict_over_budget()
 
     def remember_many(self, nodes: Sequence[LazyEntryNode], entries: Sequence[Entry]) -> None:
         """:meth:`remember` for each node and its entry, in order, under one lock."""
@@ -189,10 +185,15 @@ class EntrySource:
                 node.held = entry
                 held.append(node)
                 self._cached += size
-            while self._cached > budget:
-                dropped = held.popleft()
-                dropped.held = None
-                self._cached -= dropped.length
+            self._evict_over_budget()
+
+    def _evict_over_budget(self) -> None:
+        # Called holding the lock: drop the oldest held entries until the budget holds.
+        held = self._held
+        while self._cached > self._cache_bytes:
+            dropped = held.popleft()
+            dropped.held = None
+            self._cached -= dropped.length
 
     def close(self) -> None:
         self.handle.close()
