@@ -7,7 +7,7 @@ Session layer is core's :class:`sessiontree.session.StorageBackedSession`, share
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar, Union, runtime_checkable
 
 import attrs
@@ -56,8 +56,22 @@ class Storage(Protocol):
     :class:`~sessiontree.errors.StorageClosedError`.
     """
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
-        """Assign seqs and one timestamp, validate, and apply all writes or none."""
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+    ) -> CommitResult:
+        """Assign seqs and one timestamp, validate, and apply all writes or none.
+
+        Preconditions (:mod:`sessiontree.expectations`), checked atomically with the commit against
+        the storage's latest state (a storage shared between processes catches up first):
+        ``expect`` maps value addresses to the value each must hold (:data:`~sessiontree.model.ABSENT`:
+        none stored); ``expect_next_seq`` is the next seq the caller's reads saw (no commit since).
+        When one fails, :class:`~sessiontree.errors.SessionConflictError` is raised and nothing is
+        written. An empty ``writes`` with preconditions only checks them (and so catches up).
+        """
         ...
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
