@@ -125,11 +125,17 @@ class AsyncStorage:
         method = getattr(self.sync, name)
         return _read(lambda: method(*args))
 
-    def commit(self, writes: Sequence[Any]) -> Awaitable[Any]:
+    def commit(
+        self, writes: Sequence[Any], *, expect: Any = None, expect_next_seq: int | None = None
+    ) -> Awaitable[Any]:
         if self._close_task is not None:
             return _failed(self._closed_error())
         writes = tuple(writes)
-        return self._sequencer.run(lambda: self.sync.commit(writes))
+        if expect is None and expect_next_seq is None:
+            return self._sequencer.run(lambda: self.sync.commit(writes))
+        return self._sequencer.run(
+            lambda: self.sync.commit(writes, expect=expect, expect_next_seq=expect_next_seq)
+        )
 
     def get_entries(self, ids: Iterable[str]) -> Awaitable[Any]:
         return self._reader("get_entries", list(ids))

@@ -705,9 +705,8 @@ class StorageBackedSession(_StorageReads):
                     )
                 # The pending-message check ran before the id was minted, as pi does.
                 try:
-                    storage.commit(
-                        [insert_entry(new_entry), set_value(tip_address, entry_id)], expect={tip_address: parent}
-                    )
+                    writes = [insert_entry(new_entry), set_value(tip_address, entry_id)]
+                    storage.commit(writes, expect={tip_address: parent})
                     return
                 except SessionConflictError as conflict:
                     if conflict.address != tip_address or json_equal(conflict.current, parent):
