@@ -44,6 +44,7 @@ from sessiontree.ids import uuidv7
 from sessiontree.model import SessionMetadata
 from sessiontree.session import StorageBackedSession
 
+from .confinement import confined_session_path
 from .fork import fork_session_file
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
@@ -263,11 +264,12 @@ class JsonlSessionRepo:
     def open(self, metadata: SessionMetadata) -> StorageBackedSession:
         """Open a stored session (the metadata ``list``, ``create`` or ``fork`` returned).
 
-        Refuses a session this repository already has open, a missing file, and a file whose header
-        names another id or cwd. The session's ``metadata`` is the object given.
+        Refuses a session this repository already has open, a path that is not a session file inside
+        the root (:class:`SessionNotFoundError`), a missing file, and a file whose header names another
+        id or cwd. The session's ``metadata`` is the object given.
         """
         self._assert_open()
-        path, cwd = _path_and_cwd(metadata)
+        path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
             if key in self._open or key in self._pending:
@@ -333,6 +335,24 @@ class JsonlSessionRepo:
         with _io("Failed to read session file info", path):
             return self.fs.stat(path).mtime_ms
 
+    def _session_path_and_cwd(self, metadata: SessionMetadata) -> tuple[str, str]:
+        """The resolved session file ``metadata`` names, confined to the root, and its cwd."""
+        path, cwd = _path_and_cwd(metadata)
+        return confined_session_path(self.fs, self.root, path), cwd
+
+    def _check_header(self, path: str, metadata: SessionMetadata) -> None:
+        """Refuse a file that is not a session file, or whose header names another session."""
+        with _io("Failed to read session header", path):
+            line = self.fs.read_first_line(path)
+        try:
+            header = parse_session_header(
+                "" if line is None else line.text, local_timezone=self.legacy_options.local_timezone
+            )
+        except (ValueError, StorageValidationError):
+            raise SessionNotFoundError(f"Not a session file: {path}") from None
+        if header.id != metadata.id or header.cwd != metadata.cwd:
+            raise StorageValidationError(f"Session identity does not match header: {metadata.id}")
+
     # -- list / delete ------------------------------------------------------------------------------
 
     def list(self, *, cwd: str | None = None) -> list[SessionMetadata]:
@@ -349,7 +369,8 @@ class JsonlSessionRepo:
         """Like :meth:`list`, also returning the files that could not be read.
 
         Only the first line of each file is read. A first line that is not a session header is skipped
-        silently, as pi does (it may not be a session file at all).
+        silently, as pi does (it may not be a session file at all). A symlink that leads out of the root
+        is not followed (reported in ``errors``).
         """
         self._assert_open()
         wanted = None if cwd is None else self._absolute_cwd(cwd)
@@ -377,6 +398,12 @@ class JsonlSessionRepo:
             for info in files:
                 if info.kind == "directory" or not info.name.endswith(SESSION_FILE_EXTENSION):
                     continue
+                if info.kind == "symlink":
+                    try:
+                        confined_session_path(self.fs, self.root, info.path)
+                    except (SessionNotFoundError, StorageIOError) as error:
+                        errors.append(ListError(path=info.path, message=str(error)))
+                        continue
                 try:
                     metadata = self._read_metadata(info, parents)
                 except OSError as error:
@@ -420,9 +447,13 @@ class JsonlSessionRepo:
         )
 
     def delete(self, metadata: SessionMetadata) -> None:
-        """Delete a closed session's file (its directory stays)."""
+        """Delete a closed session's file (its directory stays).
+
+        Only a session file inside the root whose header names ``metadata``'s id and cwd is deleted;
+        anything else is refused before the file is touched.
+        """
         self._assert_open()
-        path, cwd = _path_and_cwd(metadata)
+        path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
             if key in self._open or key in self._pending:
@@ -433,9 +464,11 @@ class JsonlSessionRepo:
                 exists = self.fs.exists(path)
             if not exists:
                 raise SessionNotFoundError(f"Session file does not exist: {path}")
+            self._check_header(path, metadata)
             with _io("Failed to delete session", path):
                 self.fs.remove(path)
             self._directories.pop(_parent_directory(path), None)
+            self._directories.pop(_parent_directory(self.fs.absolute(str(metadata.path))), None)
         finally:
             self._release(key)
 
@@ -446,7 +479,7 @@ class JsonlSessionRepo:
         the same cwd (pi-formats.md §6.8). The source is never modified.
         """
         self._assert_open()
-        source_path, cwd = _path_and_cwd(source)
+        source_path, cwd = self._session_path_and_cwd(source)
         with _io("Failed to read JSONL storage", source_path):
             if not self.fs.exists(source_path):
                 raise SessionNotFoundError(f"Session file does not exist: {source_path}")
