@@ -8,6 +8,7 @@ stale tip: the re-base path is exercised on every run, however the scheduler int
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -102,6 +103,21 @@ def start_workers(root: Path, count: int) -> list[Worker]:
     for worker in workers:
         assert worker.read_line() == "ready"
     return workers
+
+
+@contextlib.contextmanager
+def beside_another_writer(root: Path, metadata: SessionMetadata) -> Iterator[tuple[Worker, Any]]:
+    """This process's session, opened after another process (the worker) opened the same one."""
+    (other,) = start_workers(root, 1)
+    with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
+        yield other, session
+    other.stop()
+
+
+def appended(worker: Worker, count: int) -> list[str]:
+    """Have ``worker`` append ``count`` messages to main; the acknowledged ids."""
+    worker.send(f"append {count}")
+    return [line.removeprefix("ack ") for line in worker.read_until("done")]
 
 
 def append_rounds(workers: list[Worker], per_round: int, rounds: int = 2) -> list[str]:
@@ -210,8 +226,7 @@ def test_an_append_whose_tip_moved_between_read_and_commit_is_rebased(
 
     def other_appends_first() -> None:
         # We have read main's tip (still null) and are about to commit on it.
-        other.send("append 1")
-        other_ids.extend(line.removeprefix("ack ") for line in other.read_until("done"))
+        other_ids.extend(appended(other, 1))
 
     storage.before_commit = other_appends_first
     with session:
@@ -231,11 +246,9 @@ def test_a_mutation_that_read_stale_state_conflicts_and_writes_nothing(
     session_root: tuple[Path, SessionMetadata],
 ) -> None:
     root, metadata = session_root
-    (other,) = start_workers(root, 1)
     assert metadata.path is not None
-    with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
-        other.send("append 1")
-        (theirs,) = [line.removeprefix("ack ") for line in other.read_until("done")]
+    with beside_another_writer(root, metadata) as (other, session):
+        (theirs,) = appended(other, 1)
         before = Path(metadata.path).read_bytes()
         seen: list[Any] = []
 
@@ -256,21 +269,17 @@ def test_a_mutation_that_read_stale_state_conflicts_and_writes_nothing(
         assert seen == [None, theirs]
         stored = session.get_value(value("app.kv", "seen-tip"))
         assert stored is not None and stored.value == theirs
-    other.stop()
 
 
 def test_a_mutation_that_read_nothing_commits_over_other_writers(
     session_root: tuple[Path, SessionMetadata],
 ) -> None:
     root, metadata = session_root
-    (other,) = start_workers(root, 1)
-    with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
-        other.send("append 1")
-        other.read_until("done")
+    with beside_another_writer(root, metadata) as (other, session):
+        appended(other, 1)
         session.mutate(lambda mutation: mutation.commit([set_value(value("app.kv", "blind"), 1)]))
         stored = session.get_value(value("app.kv", "blind"))
         assert stored is not None and stored.value == 1
-    other.stop()
 
 
 def test_concurrent_create_branch_has_exactly_one_winner(session_root: tuple[Path, SessionMetadata]) -> None:
@@ -292,13 +301,11 @@ def test_create_branch_after_another_process_created_it_is_refused(
     session_root: tuple[Path, SessionMetadata],
 ) -> None:
     root, metadata = session_root
-    (other,) = start_workers(root, 1)
-    with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
+    with beside_another_writer(root, metadata) as (other, session):
         other.send("create feature")
         assert other.read_line() == "created"
         with pytest.raises(SessionBranchExistsError, match="^Branch already exists: feature$"):
             session.create_branch("feature", None)
-    other.stop()
     assert metadata.path is not None
     lines = Path(metadata.path).read_bytes().count(b"pi.branch.tip")
     assert lines == 2, "main's and feature's tips only: the refused create wrote nothing"
@@ -306,8 +313,7 @@ def test_create_branch_after_another_process_created_it_is_refused(
 
 def test_append_to_a_branch_another_process_created(session_root: tuple[Path, SessionMetadata]) -> None:
     root, metadata = session_root
-    (other,) = start_workers(root, 1)
-    with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
+    with beside_another_writer(root, metadata) as (other, session):
         other.send("create feature")
         assert other.read_line() == "created"
         assert session.get_value(branch_tip("feature")) is None, "not seen by this process yet"
@@ -315,22 +321,18 @@ def test_append_to_a_branch_another_process_created(session_root: tuple[Path, Se
         assert session.get_branch_tip("feature") == own
         with pytest.raises(SessionInvariantError, match="^Unknown branch: nowhere$"):
             session.append_to_branch("nowhere", MessageAppend({"role": "user", "content": "lost"}))
-    other.stop()
 
 
 def test_create_branch_at_an_entry_only_another_process_has_seen(
     session_root: tuple[Path, SessionMetadata],
 ) -> None:
     root, metadata = session_root
-    (other,) = start_workers(root, 1)
-    with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
-        other.send("append 1")
-        (theirs,) = [line.removeprefix("ack ") for line in other.read_until("done")]
-        # This process never saw the entry: the branch exists only in what the other process wrote.
+    with beside_another_writer(root, metadata) as (other, session):
+        (theirs,) = appended(other, 1)
+        # This process never saw the entry: it exists only in what the other process wrote.
         assert session.get_entry(theirs) is None
         session.create_branch("from-theirs", theirs)
         branch = session.branch("from-theirs")
         assert branch is not None and branch.get_tip_id() == theirs
-    other.stop()
     with JsonlStorage.open(metadata.path) as storage:  # type: ignore[arg-type]
         assert storage.scan_branch(BranchScan(start=theirs))[0].id == theirs
