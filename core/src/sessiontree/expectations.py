@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-import attrs
-
 from .errors import SessionConflictError, StorageValidationError
 from .model import ABSENT, Absent, Address, JsonValue, StoredValue
 
@@ -27,21 +25,23 @@ class _ValueState(Protocol):
     def get_value(self, address: Address) -> StoredValue | None: ...
 
 
-@attrs.frozen
 class Expectations:
     """The preconditions of one commit; build with :meth:`of`, test with :meth:`check`."""
 
-    values: tuple[tuple[Address, JsonValue | Absent], ...] = ()
-    next_seq: int | None = None
+    __slots__ = ("next_seq", "values")
+
+    def __init__(self, values: tuple[tuple[Address, JsonValue | Absent], ...], next_seq: int | None) -> None:
+        self.values = values
+        self.next_seq = next_seq
 
     @classmethod
     def of(
         cls, expect: Mapping[Address, JsonValue | Absent] | None, expect_next_seq: int | None
     ) -> Expectations | None:
         """The expectations of a commit's arguments, or ``None`` when there are none."""
-        if not expect and expect_next_seq is None:
-            return None
-        values = tuple((expect or {}).items())
+        if not expect:
+            return None if expect_next_seq is None else cls((), expect_next_seq)
+        values = tuple(expect.items())
         for address, _ in values:
             if not isinstance(address, Address) or address.kind != "value":
                 raise StorageValidationError(f"A commit can only expect value addresses, not {address!r}")
@@ -58,6 +58,9 @@ class Expectations:
                     raise SessionConflictError(address, expected, stored.value)
             elif stored is None or not json_equal(stored.value, expected):
                 raise SessionConflictError(address, expected, ABSENT if stored is None else stored.value)
+
+    def __repr__(self) -> str:
+        return f"Expectations(values={self.values!r}, next_seq={self.next_seq!r})"
 
 
 def json_equal(left: object, right: object) -> bool:
