@@ -15,7 +15,7 @@ from sessiontree.fs import FileSystem
 
 from .naming import SESSION_FILE_EXTENSION
 
-__all__ = ["confined_session_path"]
+__all__ = ["confined_session_path", "link_out_of_root"]
 
 _SEPARATORS = re.compile(r"[/\\]+")
 
@@ -44,6 +44,17 @@ def confined_session_path(fs: FileSystem, root: str, path: object) -> str:
     if not _is_session_file_of(resolved, resolved_root):
         raise _outside(root, path, f"it resolves to {resolved}")
     return resolved
+
+
+def link_out_of_root(fs: FileSystem, root: str, path: str) -> str | None:
+    """Where the symlink ``path`` in ``root`` leads when that is not a session file of ``root``, else
+    ``None`` (also when it cannot be resolved: reading it reports why)."""
+    try:
+        resolved = fs.canonical(path)
+        resolved_root = fs.canonical(root)
+    except (OSError, ValueError):
+        return None
+    return None if _is_session_file_of(resolved, resolved_root) else resolved
 
 
 def _is_session_file_of(path: str, root: str) -> bool:

@@ -44,7 +44,7 @@ from sessiontree.ids import uuidv7
 from sessiontree.model import SessionMetadata
 from sessiontree.session import StorageBackedSession
 
-from .confinement import confined_session_path
+from .confinement import confined_session_path, link_out_of_root
 from .fork import fork_session_file
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
@@ -398,12 +398,10 @@ class JsonlSessionRepo:
             for info in files:
                 if info.kind == "directory" or not info.name.endswith(SESSION_FILE_EXTENSION):
                     continue
-                if info.kind == "symlink":
-                    try:
-                        confined_session_path(self.fs, self.root, info.path)
-                    except (SessionNotFoundError, StorageIOError) as error:
-                        errors.append(ListError(path=info.path, message=str(error)))
-                        continue
+                target = None if info.kind != "symlink" else link_out_of_root(self.fs, self.root, info.path)
+                if target is not None:
+                    errors.append(ListError(path=info.path, message=f"Not followed out of the root to {target}"))
+                    continue
                 try:
                     metadata = self._read_metadata(info, parents)
                 except OSError as error:
