@@ -183,8 +183,8 @@ class SessionConflictError(StorageConflictError):
     Raised by ``Storage.commit(..., expect=..., expect_next_seq=...)`` (for JSONL the check runs under
     the writer lock, after catching up on what other processes appended). ``address`` is the value
     address whose content differed, with ``expected`` and ``current`` values
-    (:data:`~sessiontree.model.ABSENT` for no value); for ``expect_next_seq`` it is ``None`` and ``expected``/``current`` are next seqs
-    (the session changed since the caller read it).
+    (:data:`~sessiontree.model.ABSENT` for no value); for ``expect_next_seq`` it is ``None`` and
+    ``expected``/``current`` are next seqs (the session changed since the caller read it).
     """
 
     def __init__(self, address: object, expected: object, current: object) -> None:

@@ -21,7 +21,6 @@ import attrs
 from . import jsjson, values
 from .admission import notify_admitted
 from .contracts import IdGenerator, Storage
-from .expectations import json_equal
 from .errors import (
     SessionBranchExistsError,
     SessionClosedError,
@@ -32,6 +31,7 @@ from .errors import (
     SessionPendingAssistantMessageError,
     SessionUnknownTargetError,
 )
+from .expectations import json_equal
 from .ids import UuidV7Generator
 from .model import (
     ABSENT,

@@ -182,7 +182,9 @@ def test_every_acknowledged_append_stays_on_the_branch(
     writer_of = {entry.id: entry.message["content"].split("-")[0] for entry in path}
     # The re-base at work: entries whose parent is another writer's (at least one per stale start).
     handovers = sum(
-        1 for entry in path if entry.parent_id is not None and writer_of[entry.parent_id] != writer_of[entry.id]
+        1
+        for entry in path
+        if entry.parent_id is not None and writer_of[entry.parent_id] != writer_of[entry.id]
     )
     assert handovers >= writers - 1
 

@@ -398,9 +398,10 @@ class JsonlSessionRepo:
             for info in files:
                 if info.kind == "directory" or not info.name.endswith(SESSION_FILE_EXTENSION):
                     continue
-                target = None if info.kind != "symlink" else link_out_of_root(self.fs, self.root, info.path)
+                target = link_out_of_root(self.fs, self.root, info.path) if info.kind == "symlink" else None
                 if target is not None:
-                    errors.append(ListError(path=info.path, message=f"Not followed out of the root to {target}"))
+                    message = f"Not followed out of the root to {target}"
+                    errors.append(ListError(path=info.path, message=message))
                     continue
                 try:
                     metadata = self._read_metadata(info, parents)
