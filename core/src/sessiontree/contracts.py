@@ -300,7 +300,8 @@ class Session(Protocol):
         self, branch: Branch | str, *, entry_projectors: Mapping[str, EntryProjector] | None = None
     ) -> list[JsonValue]:
         """The messages a model is sent for ``branch``, oldest first: read from the tip back to the newest
-        compaction only, failed assistant turns dropped, custom entries through ``entry_projectors``.
+        compaction only, failed assistant turns dropped, custom entries through ``entry_projectors``
+        (default: those plugins register).
         """
         ...
 

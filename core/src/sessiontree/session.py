@@ -381,7 +381,7 @@ class StorageBackedBranch:
 
     def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
         """What the model is sent for this branch: :meth:`StorageBackedSession.context`."""
-        return branch_context(self._session, self, entry_projectors=entry_projectors)
+        return self._session.context(self, entry_projectors=entry_projectors)
 
     def __repr__(self) -> str:
         return f"<StorageBackedBranch {self.name!r}>"
@@ -679,8 +679,14 @@ class StorageBackedSession(_StorageReads):
         Reads from the tip back to the newest compaction only: that compaction's summary and retained
         tail, then every later message; failed assistant turns are dropped; a custom entry contributes
         what ``entry_projectors[custom_type]`` returns (:func:`sessiontree.context.build_session_context`).
-        Raises :class:`~sessiontree.errors.SessionInvariantError` for a branch that does not exist.
+        ``entry_projectors`` defaults to those plugins register (``register_entry_projectors``); ``{}``
+        applies none. Raises :class:`~sessiontree.errors.SessionInvariantError` for a branch that does
+        not exist.
         """
+        if entry_projectors is None:
+            from .plugins import get_registry  # the plugin machinery loads on first use
+
+            entry_projectors = get_registry().entry_projectors()
         return branch_context(self, branch, entry_projectors=entry_projectors)
 
     def lane(

@@ -31,6 +31,7 @@ from .forks import commit
 __all__ = ["RepoRuntimeSuite"]
 
 MODEL = {"provider": "anthropic", "modelId": "claude-sonnet-4-5"}
+REMEMBERED = "sessiontree.conformance.remembered"
 
 
 def user(text: str) -> dict[str, JsonValue]:
@@ -146,7 +147,7 @@ class RepoRuntimeSuite(RepoSuiteBase):
             main.append_message(assistant_message("error"))
             main.append_message(assistant_message("aborted"))
             main.append_message(assistant_message("stop"))
-            main.append_custom_entry("note", {"text": "not for the model"})
+            main.append_custom_entry(f"{REMEMBERED}.note", {"text": "not for the model"})
             expected = [user("question"), assistant_message("stop")]
             assert main.context() == expected
             assert session.context("main") == expected
@@ -179,20 +180,20 @@ class RepoRuntimeSuite(RepoSuiteBase):
         try:
             main = session.create_branch("main", None)
             main.append_message(user("before"))
-            main.append_custom_entry("memory", {"fact": "likes tea"})
-            main.append_custom_entry("other", {"ignored": True})
+            main.append_custom_entry(REMEMBERED, {"fact": "likes tea"})
+            main.append_custom_entry(f"{REMEMBERED}.other", {"ignored": True})
 
             def memory(entry: CustomEntry) -> list[JsonValue]:
                 fact = entry.data["fact"]  # type: ignore[index]
                 return [{"role": "user", "content": f"remember: {fact}", "timestamp": 2}]
 
-            projected = main.context(entry_projectors={"memory": memory})
+            projected = main.context(entry_projectors={REMEMBERED: memory})
             assert projected == [
                 user("before"),
                 {"role": "user", "content": "remember: likes tea", "timestamp": 2},
             ]
-            assert session.context("main", entry_projectors={"memory": memory}) == projected
-            assert main.context() == [user("before")]
+            assert session.context("main", entry_projectors={REMEMBERED: memory}) == projected
+            assert main.context(entry_projectors={}) == [user("before")]
         finally:
             session.close()
 
