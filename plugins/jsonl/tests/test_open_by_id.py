@@ -36,6 +36,14 @@ class HeaderCountingFS(LocalFileSystem):
         return super().stat(path)
 
 
+def stored_directory(repo: JsonlSessionRepo, session_id: str) -> tuple[str, Path]:
+    """Create and close session ``session_id``; its file's path and directory."""
+    session = repo.create(id=session_id)
+    session.close()
+    path = session.metadata.path or ""
+    return path, Path(path).parent
+
+
 @pytest.fixture
 def fs(tmp_path: Path) -> HeaderCountingFS:
     return HeaderCountingFS(tmp_path)
@@ -72,14 +80,12 @@ def test_open_by_id_reads_only_the_header_of_the_file_named_for_it(
 def test_a_file_named_for_the_id_whose_header_names_another_is_not_that_session(
     repo: JsonlSessionRepo, tmp_path: Path
 ) -> None:
-    other = repo.create(id="real")
-    other.close()
-    directory = Path(other.metadata.path or "").parent
-    shutil.copy(other.metadata.path or "", directory / session_file_name(1_785_000_000_000, "impostor"))
+    path, directory = stored_directory(repo, "real")
+    shutil.copy(path, directory / session_file_name(1_785_000_000_000, "impostor"))
     with pytest.raises(SessionNotFoundError, match="impostor"):
         repo.open("impostor")
     with repo.open("real") as session:  # the copy names "real" in its header, but not in its name
-        assert session.metadata.path == other.metadata.path
+        assert session.metadata.path == path
 
 
 def test_an_id_in_two_working_directories_is_ambiguous(repo: JsonlSessionRepo) -> None:
@@ -95,13 +101,11 @@ def test_an_id_in_two_working_directories_is_ambiguous(repo: JsonlSessionRepo) -
 def test_open_by_id_matches_percent_encoded_names_and_skips_non_session_files(
     repo: JsonlSessionRepo, tmp_path: Path
 ) -> None:
-    created = repo.create(id="a/b c?\u00e9%")
-    created.close()
-    directory = Path(created.metadata.path or "").parent
+    path, directory = stored_directory(repo, "a/b c?\u00e9%")
     (directory / "notes_a%2Fb%20c%3F%C3%A9%25.jsonl").write_text("not json\n")
     (directory / "x_a%2Fb%20c%3F%C3%A9%25.jsonl").mkdir()
     with repo.open("a/b c?\u00e9%") as session:
-        assert session.metadata.path == created.metadata.path
+        assert session.metadata.path == path
     with pytest.raises(SessionNotFoundError):
         repo.open("lone \ud800")
 
