@@ -20,6 +20,7 @@ import attrs
 
 from . import jsjson, values
 from .admission import notify_admitted
+from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage
 from .errors import (
     SessionBranchExistsError,
@@ -33,6 +34,7 @@ from .errors import (
 )
 from .expectations import json_equal
 from .ids import UuidV7Generator
+from .lanes import lane_writes
 from .model import (
     ABSENT,
     Absent,
@@ -410,6 +412,10 @@ class StorageBackedBranch:
         """Append a custom entry (without ``data`` when omitted) and move the tip; returns the new id."""
         return self._session.append_to_branch(self.name, CustomEntryAppend(custom_type, data))
 
+    def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
+        """What the model is sent for this branch: :meth:`StorageBackedSession.context`."""
+        return self._session.context(self, entry_projectors=entry_projectors)
+
     def __repr__(self) -> str:
         return f"<StorageBackedBranch {self.name!r}>"
 
@@ -715,6 +721,62 @@ class StorageBackedSession(_StorageReads):
 
         self._exclusive(append)
         return entry_id
+
+    def context(
+        self,
+        branch: StorageBackedBranch | str,
+        *,
+        entry_projectors: Mapping[str, EntryProjector] | None = None,
+    ) -> list[JsonValue]:
+        """The messages a model is sent for ``branch`` (a branch or its name), oldest first.
+
+        Reads from the tip back to the newest compaction only: that compaction's summary and retained
+        tail, then every later message; failed assistant turns are dropped; a custom entry contributes
+        what ``entry_projectors[custom_type]`` returns (:func:`sessiontree.context.build_session_context`).
+        ``entry_projectors`` defaults to those plugins register (``register_entry_projectors``); ``{}``
+        applies none. Raises :class:`~sessiontree.errors.SessionInvariantError` for a branch that does
+        not exist.
+        """
+        if entry_projectors is None:
+            from .plugins import get_registry  # the plugin machinery loads on first use
+
+            entry_projectors = get_registry().entry_projectors()
+        return branch_context(self, branch, entry_projectors=entry_projectors)
+
+    def lane(
+        self,
+        name: str,
+        *,
+        model: Mapping[str, Any] | None = None,
+        thinking_level: str | None = None,
+        active_tool_names: Iterable[str] | None = None,
+    ) -> StorageBackedBranch:
+        """Make ``name`` a configured AgentLane (what a branch fork requires) and return the branch.
+
+        In one commit: a missing branch is created empty (tip ``None``); a missing ``pi.lane.config``
+        gets the defaults of :mod:`sessiontree.lanes` (model ``{"provider": "unknown", "modelId":
+        "unknown"}``, thinking level ``"off"``, no active tools) with the given fields; a stored one
+        changes only in the given fields; a missing ``pi.lane.state`` becomes idle. An already configured
+        lane with no fields given is left as it is (no commit).
+        """
+        self._assert_open()
+        _assert_valid_branch_name(name)
+
+        def configure(mutation: StorageBackedSessionMutation) -> None:
+            writes = lane_writes(
+                name,
+                tip=mutation.get_value(values.branch_tip(name)),
+                config=mutation.get_value(values.lane_config(name)),
+                state=mutation.get_value(values.lane_state(name)),
+                model=model,
+                thinking_level=thinking_level,
+                active_tool_names=active_tool_names,
+            )
+            if writes:
+                mutation.commit(writes)
+
+        self.mutate(configure)
+        return self._branch_object(name)
 
     # --- close -------------------------------------------------------------------------------------
 

@@ -261,14 +261,17 @@ class JsonlSessionRepo:
         finally:
             self._release(key)
 
-    def open(self, metadata: SessionMetadata) -> StorageBackedSession:
-        """Open a stored session (the metadata ``list``, ``create`` or ``fork`` returned).
+    def open(self, metadata: SessionMetadata | str) -> StorageBackedSession:
+        """Open a stored session: by id (see :meth:`locate`), or by the metadata ``list``, ``create`` or
+        ``fork`` returned.
 
         Refuses a session this repository already has open, a path that is not a session file inside
         the root (:class:`SessionNotFoundError`), a missing file, and a file whose header names another
-        id or cwd. The session's ``metadata`` is the object given.
+        id or cwd. The session's ``metadata`` is the object given (or located).
         """
         self._assert_open()
+        if isinstance(metadata, str):
+            metadata = self.locate(metadata)
         path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
@@ -283,6 +286,65 @@ class JsonlSessionRepo:
             return self._open_published(key, metadata, path)
         finally:
             self._release(key)
+
+    def locate(self, session_id: str) -> SessionMetadata:
+        """The metadata of stored session ``session_id``, found by pi's file naming rule.
+
+        Lists the root's directories and their file names, then reads the header line of each file named
+        ``<createdAt>_<encoded id>.jsonl`` only (every file pi or this repository writes is named so;
+        a file renamed by hand is found by :meth:`list`). Paths come from the root and the id alone;
+        symbolic links are not followed.
+        Raises :class:`SessionNotFoundError` when no header carries the id, and
+        :class:`SessionOpenError` when the id exists in several working directories (open one of the
+        ``list(cwd=...)`` metadata then).
+        """
+        self._assert_open()
+        try:
+            suffix = session_file_suffix(session_id)
+        except StorageValidationError as error:
+            raise SessionNotFoundError(f"Unknown session: {session_id!r} ({error})") from None
+        found: list[SessionMetadata] = []
+        parents: dict[str, dict[str, str]] = {}
+        for directory in self._session_directories():
+            with _io("Failed to list sessions directory", directory):
+                try:
+                    names = _child_names(self.fs, directory)
+                except FileNotFoundError:
+                    continue  # removed since the root was listed
+            for name in names:
+                if len(name) > len(suffix) and name.endswith(suffix):
+                    metadata = self._candidate_metadata(self.fs.join(directory, name), parents)
+                    if metadata is not None and metadata.id == session_id:
+                        found.append(metadata)
+        if not found:
+            raise SessionNotFoundError(
+                f"Unknown session: {session_id} (no session file *{suffix} under {self.root})"
+            )
+        if len(found) > 1:
+            cwds = ", ".join(sorted(metadata.cwd or "" for metadata in found))
+            raise SessionOpenError(
+                f"Session id {session_id} exists in several working directories ({cwds}); open the "
+                "metadata repo.list(cwd=...) returns"
+            )
+        return found[0]
+
+    def _candidate_metadata(self, path: str, parents: dict[str, dict[str, str]]) -> SessionMetadata | None:
+        """The metadata of the session file at ``path``, or ``None`` for anything else."""
+        with _io("Failed to read session header", path):
+            try:
+                info = self.fs.stat(path)
+                return self._read_metadata(info, parents) if info.kind == "file" else None
+            except FileNotFoundError:
+                return None  # deleted since the directory was listed
+
+    def _session_directories(self) -> list[str]:
+        try:
+            children = self.fs.list_dir(self.root)
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise StorageIOError(f"Failed to list sessions root {self.root}: {error}") from error
+        return [info.path for info in children if info.kind == "directory"]
 
     def open_file(self, path: str) -> StorageBackedSession:
         """Open the session file at ``path``, which need not lie under the root; its metadata comes from
@@ -553,6 +615,14 @@ class _io:  # noqa: N801 - reads as a statement: ``with _io("Failed to ...", pat
         if isinstance(error, OSError) and not isinstance(error, StorageIOError):
             raise StorageIOError(f"{self.action} {self.path}: {error.strerror or error}") from error
         return False
+
+
+def _child_names(fs: FileSystem, directory: str) -> list[str]:
+    """The names in ``directory``: a file system's stat-free ``list_names`` when it has one."""
+    list_names = getattr(fs, "list_names", None)
+    if list_names is not None:
+        return list(list_names(directory))
+    return [info.name for info in fs.list_dir(directory)]
 
 
 def _parent_directory(path: str) -> str:
