@@ -2,8 +2,8 @@
 
 They pin behaviour pi-core.md states but no pi case checks: failed forks leave nothing behind, forks
 never touch their source, unknown and open sessions are refused, one id has one winner under a thread
-race, a granted mutation may still commit while its session closes, and sessions survive reopening the
-repository where the backend claims persistence.
+race, a granted mutation may still commit while its session closes, sessions survive reopening the
+repository where the backend claims persistence, and the backend claims every capability pi requires.
 """
 
 from __future__ import annotations
@@ -16,7 +16,15 @@ from typing import Any
 import attrs
 import pytest
 
-from sessiontree.contracts import Backend, BranchFork, ForkOptions, Session, SessionRepo, TreeFork
+from sessiontree.contracts import (
+    Backend,
+    BranchFork,
+    Capabilities,
+    ForkOptions,
+    Session,
+    SessionRepo,
+    TreeFork,
+)
 from sessiontree.errors import (
     ForkError,
     SessionExistsError,
@@ -38,6 +46,7 @@ from ..builders import (
     assistant_message,
     ids,
 )
+from ..capabilities import REQUIRED_CAPABILITIES
 from ..harness import OPERATION_TIMEOUT
 from ._support import RepoSuiteBase, current_value, listed_ids
 from .forks import commit, custom, scoped_values_source_writes
@@ -115,6 +124,13 @@ def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None
 
 class RepoExtraSuite(RepoSuiteBase):
     """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
+
+    def test_claims_every_capability_pi_requires(self, capabilities: Capabilities) -> None:
+        """A backend may go without only what pi makes optional; claiming less than pi requires fails."""
+        denied = {
+            name: why for name, why in REQUIRED_CAPABILITIES.items() if not getattr(capabilities, name)
+        }
+        assert not denied, f"the backend does not claim capabilities pi requires: {denied}"
 
     def test_failed_forks_leave_no_destination_and_release_their_ids(self, repo: SessionRepo) -> None:
         """Every kind of refused fork leaves ``list`` unchanged and its destination id free for ``create``."""
