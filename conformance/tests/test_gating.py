@@ -10,7 +10,12 @@ import pytest
 from sessiontree.errors import StorageValidationError
 from sessiontree.writes import insert_entry
 from sessiontree_conformance.builders import ids, user_entry
-from sessiontree_conformance.gating import CommitDiscarded, GatingStorage, InstrumentedStorage, StorageDecorator
+from sessiontree_conformance.gating import (
+    CommitDiscarded,
+    GatingStorage,
+    InstrumentedStorage,
+    StorageDecorator,
+)
 from sessiontree_conformance.storage._support import ALL_ENTRIES
 from sessiontree_memory import MemoryStorage
 

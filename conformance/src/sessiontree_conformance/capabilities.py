@@ -7,13 +7,20 @@ capability a backend claims is checked by the cases it gates.
 
 from __future__ import annotations
 
-__all__ = ["CAPABILITY_SKIP_PREFIX", "OPTIONAL_CAPABILITIES", "REQUIRED_CAPABILITIES", "capability_skip_reason"]
+__all__ = [
+    "CAPABILITY_SKIP_PREFIX",
+    "OPTIONAL_CAPABILITIES",
+    "REQUIRED_CAPABILITIES",
+    "capability_skip_reason",
+]
 
 OPTIONAL_CAPABILITIES: dict[str, str] = {
     "supports_streaming_fork": (
         "pi keeps its 15 streaming-fork cases out of createSessionRepoConformance (pending for SQLite)"
     ),
-    "supports_persistence": "pi's suites never reopen a repository; only a backend claiming it must survive one",
+    "supports_persistence": (
+        "pi's suites never reopen a repository; only a backend claiming it must survive one"
+    ),
     "supports_concurrent_writers": "pi's suites use one repository per session",
     "supports_atomic_replace": "pi's suites never replace a whole session",
 }

@@ -163,7 +163,9 @@ class Harness:
         """What the case gets for a result of a racing call (a session comes back as this mode sees it)."""
         return result
 
-    def _issue(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, park: bool) -> IssuedCall:
+    def _issue(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, park: bool
+    ) -> IssuedCall:
         target, args, kwargs = self.backend_call(fn, args, kwargs)
         call = IssuedCall(_describe(target), park=park)
         if park:

@@ -2,8 +2,9 @@
 
 They pin behaviour pi-core.md states but no pi case checks: failed forks leave nothing behind, forks
 never touch their source, unknown and open sessions are refused, one id has one winner under a thread
-race, a granted mutation may still commit while its session closes, sessions survive reopening the
-repository where the backend claims persistence, and the backend claims every capability pi requires.
+race, a granted mutation may still commit while its session closes, the backend claims every capability
+pi requires, and the optional capabilities it claims hold: sessions survive reopening the repository
+(persistence), and two repositories commit to one session in turn (concurrent writers).
 """
 
 from __future__ import annotations
@@ -253,7 +254,8 @@ class RepoExtraSuite(RepoSuiteBase):
         session = self.create(repo, id="session")
         held = session.begin_mutation()
         try:
-            closing = self.submit(session.close)  # returns once close was admitted (the session refuses calls)
+            # Returns once close was admitted: the session refuses new calls from here on.
+            closing = self.submit(session.close)
             held.commit([set_value(session_name, "committed while closing")])
         finally:
             held.end()
@@ -310,3 +312,39 @@ class RepoExtraSuite(RepoSuiteBase):
                 reopened.close()
         finally:
             opened.close()
+
+    def test_two_repositories_commit_to_one_session_in_turn(
+        self, backend: Backend, repo: SessionRepo
+    ) -> None:
+        """A backend claiming ``supports_concurrent_writers`` lets a second repository at the same location
+        open a session the first has open, and each writer's commit sees every commit of the other."""
+        self.require("supports_concurrent_writers")
+        first = self.create(repo, id="shared")
+        opened = backend.open_repo()
+        try:
+            other = self.harness.wrap_repo(opened)
+            [metadata] = [metadata for metadata in other.list() if metadata.id == "shared"]
+            second = other.open(metadata)
+            try:
+                turns = [f"turn-{turn}" for turn in range(6)]
+                seqs: list[int] = []
+                for turn, entry_id in enumerate(turns):
+                    writes = [
+                        insert_entry(custom(entry_id, turns[turn - 1] if turn else None, "turn")),
+                        set_value(branch_tip("main"), entry_id),
+                    ]
+                    writer = (first, second)[turn % 2]
+                    result = writer.mutate(lambda mutation, writes=writes: mutation.commit(writes))
+                    seqs.append(result.seqs[0])
+                assert seqs == sorted(set(seqs)), f"the two writers' seqs interleave wrongly: {seqs}"
+            finally:
+                second.close()
+        finally:
+            opened.close()
+        first.close()
+        reopened = repo.open(first.metadata)
+        try:
+            assert ids(reopened.find_entries(order="asc")) == turns
+            assert current_value(reopened, branch_tip("main")) == turns[-1]
+        finally:
+            reopened.close()
