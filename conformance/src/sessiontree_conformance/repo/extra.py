@@ -10,8 +10,9 @@ pi requires, and the optional capabilities it claims hold: sessions survive reop
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -296,22 +297,13 @@ class RepoExtraSuite(RepoSuiteBase):
         entries = session.find_entries(order="asc")
         session.close()
         repo.close()
-        opened = backend.open_repo()
-        try:
-            again = self.harness.wrap_repo(opened)
-            [metadata] = [metadata for metadata in again.list() if metadata.id == "durable"]
-            reopened = again.open(metadata)
-            try:
-                assert reopened.get_name() == "durable name"
-                assert reopened.find_entries(order="asc") == entries
-                assert ids(entries) == [appended]
-                reopened_main = reopened.branch("main")
-                assert reopened_main is not None and reopened_main.get_tip_id() == appended
-                assert current_value(reopened, branch_tip("main")) == appended
-            finally:
-                reopened.close()
-        finally:
-            opened.close()
+        with self._open_in_another_repository(backend, "durable") as reopened:
+            assert reopened.get_name() == "durable name"
+            assert reopened.find_entries(order="asc") == entries
+            assert ids(entries) == [appended]
+            reopened_main = reopened.branch("main")
+            assert reopened_main is not None and reopened_main.get_tip_id() == appended
+            assert current_value(reopened, branch_tip("main")) == appended
 
     def test_two_repositories_commit_to_one_session_in_turn(
         self, backend: Backend, repo: SessionRepo
@@ -320,27 +312,18 @@ class RepoExtraSuite(RepoSuiteBase):
         open a session the first has open, and each writer's commit sees every commit of the other."""
         self.require("supports_concurrent_writers")
         first = self.create(repo, id="shared")
-        opened = backend.open_repo()
-        try:
-            other = self.harness.wrap_repo(opened)
-            [metadata] = [metadata for metadata in other.list() if metadata.id == "shared"]
-            second = other.open(metadata)
-            try:
-                turns = [f"turn-{turn}" for turn in range(6)]
-                seqs: list[int] = []
-                for turn, entry_id in enumerate(turns):
-                    writes = [
-                        insert_entry(custom(entry_id, turns[turn - 1] if turn else None, "turn")),
-                        set_value(branch_tip("main"), entry_id),
-                    ]
-                    writer = (first, second)[turn % 2]
-                    result = writer.mutate(lambda mutation, writes=writes: mutation.commit(writes))
-                    seqs.append(result.seqs[0])
-                assert seqs == sorted(set(seqs)), f"the two writers' seqs interleave wrongly: {seqs}"
-            finally:
-                second.close()
-        finally:
-            opened.close()
+        turns = [f"turn-{turn}" for turn in range(6)]
+        with self._open_in_another_repository(backend, "shared") as second:
+            seqs: list[int] = []
+            for turn, entry_id in enumerate(turns):
+                writes = [
+                    insert_entry(custom(entry_id, turns[turn - 1] if turn else None, "turn")),
+                    set_value(branch_tip("main"), entry_id),
+                ]
+                writer = (first, second)[turn % 2]
+                result = writer.mutate(lambda mutation, writes=writes: mutation.commit(writes))
+                seqs.append(result.seqs[0])
+            assert seqs == sorted(set(seqs)), f"the two writers' seqs interleave wrongly: {seqs}"
         first.close()
         reopened = repo.open(first.metadata)
         try:
@@ -348,3 +331,18 @@ class RepoExtraSuite(RepoSuiteBase):
             assert current_value(reopened, branch_tip("main")) == turns[-1]
         finally:
             reopened.close()
+
+    @contextlib.contextmanager
+    def _open_in_another_repository(self, backend: Backend, session_id: str) -> Iterator[Session]:
+        """Session ``session_id`` opened from a second repository of ``backend``; both closed on exit."""
+        opened = backend.open_repo()
+        try:
+            other = self.harness.wrap_repo(opened)
+            [metadata] = [metadata for metadata in other.list() if metadata.id == session_id]
+            session = other.open(metadata)
+            try:
+                yield session
+            finally:
+                session.close()
+        finally:
+            opened.close()
