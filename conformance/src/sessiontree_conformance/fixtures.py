@@ -6,7 +6,8 @@
 * ``backend`` (override, sync, in :class:`ConformanceFixtures`): a :class:`sessiontree.contracts.Backend`;
 * ``capabilities``: ``backend.capabilities``, checked to be a :class:`~sessiontree.contracts.Capabilities`;
 * ``api``: ``"sync"`` or ``"async"`` (parametrized); in ``"async"`` every case runs through
-  ``sessiontree.aio`` and is skipped while that module is not installed;
+  ``sessiontree.aio`` (except racing calls, which go to the backend's own objects in both modes) and is
+  skipped while that module is not installed;
 * ``storage``: a fresh, empty Storage (``backend.open_storage()``), closed at teardown even if the case
   closed it;
 * ``repo``: a fresh repository (``backend.open_repo()``), closed at teardown.
