@@ -21,6 +21,7 @@ ORACLE_SETUP := ../shared/oracle/setup.sh
 test: $(STAMP)
 	@if [ -f $(ORACLE_SETUP) ]; then bash $(ORACLE_SETUP) >/dev/null 2>&1 || echo "pi oracle could not be installed: its tests will skip"; fi
 	$(BIN)/python -m pytest -n auto -q
+	$(BIN)/python -m pytest -q -m slow
 
 demo: $(STAMP)
 	$(BIN)/sessiontree demo

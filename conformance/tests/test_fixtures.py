@@ -85,8 +85,8 @@ class TestRequire(Fixtures):
         self.require("supports_persistence")
         raise AssertionError("must have been skipped")
 
-    def test_has_reopen(self):
-        self.require("supports_reopen")
+    def test_has_streaming_fork(self):
+        self.require("supports_streaming_fork")
 
     def test_unknown_capability(self):
         self.require("supports_time_travel")
@@ -98,9 +98,48 @@ class TestRequire(Fixtures):
     result.stdout.fnmatch_lines(
         [
             "*unknown capability 'supports_time_travel'*",
-            "*SKIPPED*backend does not claim supports_persistence*",
+            "*SKIPPED*sessiontree capability supports_persistence not claimed*",
         ]
     )
+
+
+def test_require_refuses_a_capability_pi_does_not_make_optional(pytester: pytest.Pytester) -> None:
+    result = _run(
+        pytester,
+        """
+class TestRequire(Fixtures):
+    def test_gated_on_reopen(self):
+        self.require("supports_reopen")
+""",
+        "-k",
+        "not async",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*supports_reopen cannot gate a case: pi's lifecycle case L3*"])
+
+
+def test_capability_skips_are_summarized_with_their_reason(pytester: pytest.Pytester) -> None:
+    result = _run(
+        pytester,
+        """
+class TestRequire(Fixtures):
+    def test_needs_persistence(self):
+        self.require("supports_persistence")
+
+    def test_plain_skip(self):
+        pytest.skip("not a capability")
+""",
+    )
+    result.assert_outcomes(skipped=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*sessiontree: cases skipped for an unclaimed capability*",
+            "supports_persistence not claimed (pi's suites never reopen a repository*): 2 cases",
+            "*TestRequire::test_needs_persistence[[]async[]]",
+            "*TestRequire::test_needs_persistence[[]sync[]]",
+        ]
+    )
+    assert "test_plain_skip" not in result.stdout.str().split("cases skipped for an unclaimed capability")[1]
 
 
 def test_storage_and_repo_are_closed_at_teardown_even_after_the_case_closed_them(

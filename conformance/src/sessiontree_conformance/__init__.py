@@ -19,12 +19,14 @@ A backend's whole conformance file::
 Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageExtraSuite` and the state machine
 against the memory oracle; :class:`StoragePiSuite` is the 21 alone), :class:`SessionRepoSuite` (pi's 17
 default repository cases), :class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the
-per-group mixins they are made of.
+per-group mixins they are made of. :mod:`~sessiontree_conformance.gating` holds pi's storage testing
+helpers (:class:`StorageDecorator`, :class:`InstrumentedStorage`, :class:`GatingStorage`).
 """
 
 from __future__ import annotations
 
 from .fixtures import BaseConformanceFixtures, ConformanceFixtures
+from .gating import CommitDiscarded, GatingStorage, InstrumentedStorage, StorageDecorator
 from .repo import (
     RepoExtraSuite,
     RepoForkCoordinationSuite,
@@ -53,7 +55,10 @@ from .storage import (
 
 __all__ = [
     "BaseConformanceFixtures",
+    "CommitDiscarded",
     "ConformanceFixtures",
+    "GatingStorage",
+    "InstrumentedStorage",
     "RepoExtraSuite",
     "RepoForkCoordinationSuite",
     "RepoForkSuite",
@@ -65,6 +70,7 @@ __all__ = [
     "SessionRepoExtrasSuite",
     "SessionRepoSuite",
     "StorageBranchQueriesSuite",
+    "StorageDecorator",
     "StorageEntryQueriesSuite",
     "StorageExtraSuite",
     "StorageLifecycleSuite",

@@ -6,13 +6,15 @@
 * ``backend`` (override, sync, in :class:`ConformanceFixtures`): a :class:`sessiontree.contracts.Backend`;
 * ``capabilities``: ``backend.capabilities``, checked to be a :class:`~sessiontree.contracts.Capabilities`;
 * ``api``: ``"sync"`` or ``"async"`` (parametrized); in ``"async"`` every case runs through
-  ``sessiontree.aio`` and is skipped while that module is not installed;
+  ``sessiontree.aio`` (except racing calls, which go to the backend's own objects in both modes) and is
+  skipped while that module is not installed;
 * ``storage``: a fresh, empty Storage (``backend.open_storage()``), closed at teardown even if the case
   closed it;
 * ``repo``: a fresh repository (``backend.open_repo()``), closed at teardown.
 
-Inside a case, ``self.submit(fn, *args)`` issues an operation without awaiting it and ``self.require(name)``
-skips unless the backend claims a capability.
+Inside a case, ``self.submit(fn, *args)`` issues an operation without awaiting it, ``self.park(fn, *args)``
+also holds it right after its admission, and ``self.require(name)`` skips unless the backend claims an
+optional capability.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import pytest
 
 from sessiontree.contracts import Backend, Capabilities
 
-from .harness import OPERATION_TIMEOUT, AsyncHarness, Harness, SyncHarness, load_aio
+from .capabilities import OPTIONAL_CAPABILITIES, REQUIRED_CAPABILITIES, capability_skip_reason
+from .harness import OPERATION_TIMEOUT, AsyncHarness, Harness, IssuedCall, SyncHarness, load_aio
 
 __all__ = ["BaseConformanceFixtures", "ConformanceFixtures"]
 
@@ -86,6 +89,7 @@ class BaseConformanceFixtures:
             try:
                 yield view
             finally:
+                api.release_parked()
                 if view is not opened:
                     view.close()
         finally:
@@ -98,26 +102,42 @@ class BaseConformanceFixtures:
         try:
             yield api.wrap_repo(opened)
         finally:
+            api.release_parked()
             opened.close()
 
     # --- helpers for case bodies ------------------------------------------------------------------
 
     def require(self, capability: str) -> None:
-        """Skip the running test unless the backend claims ``capability`` (e.g. ``"supports_reopen"``)."""
+        """Skip the running test unless the backend claims ``capability``, one pi makes optional
+        (:data:`~sessiontree_conformance.capabilities.OPTIONAL_CAPABILITIES`)."""
         if capability not in attrs.fields_dict(Capabilities):
             raise AttributeError(
                 f"unknown capability {capability!r} (see sessiontree.contracts.Capabilities)"
             )
+        if capability not in OPTIONAL_CAPABILITIES:
+            raise TypeError(
+                f"{capability} cannot gate a case: {REQUIRED_CAPABILITIES.get(capability, 'pi requires it')}"
+            )
         if not getattr(self.claimed, capability):
-            pytest.skip(f"backend does not claim {capability}")
+            pytest.skip(capability_skip_reason(capability))
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         """Issue ``fn(*args, **kwargs)`` without waiting, like an un-awaited pi promise.
 
-        Returns once the operation is admitted, so operations submitted in sequence are admitted in
-        that order. Read the outcome with :meth:`settle` (or ``future.result(timeout)``).
+        The call runs on its own thread against the backend's own object (in both modes) and this
+        returns once the backend reported its admission or it finished, so operations submitted in
+        sequence are admitted in that order. Read the outcome with :meth:`settle`.
         """
         return self.harness.submit(fn, *args, **kwargs)
+
+    def park(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> IssuedCall:
+        """Issue ``fn(*args, **kwargs)`` like :meth:`submit` and hold it right after its admission.
+
+        The call has its place in the backend's order but has not landed; calls issued now race it.
+        ``release()`` lets it continue (teardown releases every parked call); its outcome is
+        ``settle(call.future)``.
+        """
+        return self.harness.park(fn, *args, **kwargs)
 
     @staticmethod
     def settle(future: concurrent.futures.Future[Any]) -> Any:

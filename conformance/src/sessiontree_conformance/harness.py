@@ -4,9 +4,13 @@ Every case is written once, synchronously. In ``async`` mode the storage or repo
 is a :class:`BlockingProxy`: each method call runs the matching coroutine of the ``sessiontree.aio``
 wrapper on a private event-loop thread and blocks until it settles, so the case exercises the facade.
 
-:meth:`Harness.submit` issues an operation *without awaiting it*, like pi's un-awaited promises: it
-returns a :class:`concurrent.futures.Future` once the operation has been admitted, so operations
-submitted one after the other are admitted in that order.
+Racing calls are different: :meth:`Harness.submit` and :meth:`Harness.park` issue an operation on a
+thread of its own, in both modes straight on the backend's own object (a proxied method is resolved to
+the synchronous method behind it), so the backend's ordering, not the facade's, decides the verdict. They
+return once the backend *reported the call's admission* (:func:`sessiontree.admission.notify_admitted`)
+or the call finished; :meth:`Harness.park` also holds the call right after its admission until
+:meth:`IssuedCall.release`. No wait has a time limit that decides a verdict: :data:`OPERATION_TIMEOUT`
+only turns a hang into a failure.
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal
 
+from sessiontree.admission import admission_observer
+
 __all__ = [
-    "ADMISSION_GRACE",
     "OPERATION_TIMEOUT",
     "AsyncHarness",
     "BlockingProxy",
     "ConformanceTimeoutError",
     "Harness",
+    "IssuedCall",
     "SyncHarness",
     "aio_wrap",
     "load_aio",
@@ -35,13 +41,6 @@ Mode = Literal["sync", "async"]
 
 OPERATION_TIMEOUT = 30.0
 """Seconds any single operation may take before the case fails instead of hanging."""
-
-ADMISSION_GRACE = 0.05
-"""Seconds a synchronous :meth:`Harness.submit` waits for the call to finish before returning.
-
-A blocking call gives no signal when the backend has admitted it; waiting briefly makes "submitted
-before" mean "admitted before" for every backend whose admission takes less than this.
-"""
 
 
 class ConformanceTimeoutError(AssertionError):
@@ -73,33 +72,79 @@ def _is_aio_object(value: object) -> bool:
     return module == "sessiontree.aio" or module.startswith("sessiontree.aio.")
 
 
-def _thread_submit(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> concurrent.futures.Future[Any]:
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    started = threading.Event()
+class IssuedCall:
+    """One operation running on a thread of its own: its :attr:`future` and its admission.
 
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
+    The thread's admission observer records the first admission report of the call (nested layers may
+    report again) and, for a parked call, holds the call there until :meth:`release`.
+    """
+
+    def __init__(self, what: str, *, park: bool) -> None:
+        self.what = what
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._park = park
+        self._released = threading.Event()
+        self._progress = threading.Condition()
+        self._admitted = False
+
+    @property
+    def admitted(self) -> bool:
+        """Whether the backend reported the call's admission."""
+        return self._admitted
+
+    def release(self) -> None:
+        """Let a parked call continue past its admission (idempotent; a no-op for unparked calls)."""
+        self._released.set()
+
+    def _observe_admission(self) -> None:
+        with self._progress:
+            if self._admitted:
+                return
+            self._admitted = True
+            self._progress.notify_all()
+        if self._park:
+            # No time limit: the case releases its parked calls, and teardown releases any it left.
+            self._released.wait()
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if not self.future.set_running_or_notify_cancel():
             return
-        started.set()
+        admission_observer.set(self._observe_admission)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - delivered to whoever reads the future
-            future.set_exception(exc)
+            self.future.set_exception(exc)
         else:
-            future.set_result(result)
+            self.future.set_result(result)
+        finally:
+            with self._progress:
+                self._progress.notify_all()
 
-    threading.Thread(target=run, name="sessiontree-conformance-submit", daemon=True).start()
-    started.wait(OPERATION_TIMEOUT)
-    concurrent.futures.wait([future], timeout=ADMISSION_GRACE)
-    return future
+    def start(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Run ``fn(*args, **kwargs)`` on a new thread; return once it was admitted or has finished."""
+        threading.Thread(
+            target=self._run, args=(fn, args, kwargs), name="sessiontree-conformance-call", daemon=True
+        ).start()
+        with self._progress:
+            if not self._progress.wait_for(lambda: self._admitted or self.future.done(), OPERATION_TIMEOUT):
+                raise ConformanceTimeoutError(
+                    f"{self.what} was neither admitted nor finished within {OPERATION_TIMEOUT} s"
+                )
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    owner = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", repr(fn))
+    return name if owner is None else f"{type(owner).__name__}.{name}"
 
 
 class Harness:
     """Runs case operations in one mode. Subclasses: :class:`SyncHarness`, :class:`AsyncHarness`."""
 
     mode: Mode
+
+    def __init__(self) -> None:
+        self._parked: list[IssuedCall] = []
 
     def wrap_storage(self, storage: Any) -> Any:
         """What the case body gets for a Storage the backend opened."""
@@ -109,16 +154,63 @@ class Harness:
         """What the case body gets for a SessionRepo the backend opened."""
         raise NotImplementedError
 
+    def backend_call(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+        """The backend's own callable and arguments behind ``fn(*args, **kwargs)`` as a case wrote it."""
+        return fn, args, kwargs
+
+    def adopt(self, result: Any) -> Any:
+        """What the case gets for a result of a racing call (a session comes back as this mode sees it)."""
+        return result
+
+    def _issue(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, park: bool
+    ) -> IssuedCall:
+        target, args, kwargs = self.backend_call(fn, args, kwargs)
+        call = IssuedCall(_describe(target), park=park)
+        if park:
+            self._parked.append(call)
+
+        def run(*call_args: Any, **call_kwargs: Any) -> Any:
+            return self.adopt(target(*call_args, **call_kwargs))
+
+        call.start(run, args, kwargs)
+        return call
+
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        """Issue ``fn(*args, **kwargs)`` without waiting for it; returns once it is admitted."""
-        raise NotImplementedError
+        """Issue ``fn(*args, **kwargs)`` on its own thread; return its future once it was admitted (or
+        finished), so calls submitted one after the other are admitted in that order."""
+        return self._issue(fn, args, kwargs, park=False).future
+
+    def park(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> IssuedCall:
+        """Issue ``fn(*args, **kwargs)`` and hold it right after its admission until ``release()``.
+
+        Fails the case when the call finishes without reporting its admission: the backend must call
+        :func:`sessiontree.admission.notify_admitted` (see :class:`sessiontree.contracts.Storage`).
+        """
+        call = self._issue(fn, args, kwargs, park=True)
+        if not call.admitted:
+            call.release()
+            outcome = call.future.exception() or "a result"
+            raise AssertionError(
+                f"{call.what} returned ({outcome!r}) without reporting its admission: order-sensitive "
+                f"calls must call sessiontree.admission.notify_admitted() once their place is fixed"
+            )
+        return call
+
+    def release_parked(self) -> None:
+        """Release every call this harness parked (teardown: a parked commit would block close)."""
+        for call in self._parked:
+            call.release()
 
     def close(self) -> None:
-        """Release the harness (stop the event loop thread)."""
+        """Release the harness (parked calls, the event loop thread)."""
+        self.release_parked()
 
 
 class SyncHarness(Harness):
-    """Cases call the backend's objects directly; :meth:`submit` uses a thread per operation."""
+    """Cases call the backend's objects directly; racing calls run on threads of their own."""
 
     mode: Mode = "sync"
 
@@ -127,9 +219,6 @@ class SyncHarness(Harness):
 
     def wrap_repo(self, repo: Any) -> Any:
         return repo
-
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        return _thread_submit(fn, args, kwargs)
 
 
 class _LoopThread:
@@ -183,11 +272,16 @@ class _LoopThread:
 
 
 class AsyncHarness(Harness):
-    """Cases reach the backend through ``sessiontree.aio``, run on a private event-loop thread."""
+    """Cases reach the backend through ``sessiontree.aio``, run on a private event-loop thread.
+
+    Racing calls (:meth:`submit`, :meth:`park`) go to the synchronous object behind the proxy, and a
+    session they return comes back proxied.
+    """
 
     mode: Mode = "async"
 
     def __init__(self) -> None:
+        super().__init__()
         self._loop = _LoopThread()
 
     def wrap(self, obj: Any) -> BlockingProxy:
@@ -206,13 +300,30 @@ class AsyncHarness(Harness):
     def wrap_repo(self, repo: Any) -> Any:
         return self.wrap(repo)
 
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+    def backend_call(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
         if isinstance(fn, _BlockingMethod):
-            return fn.start(*args, **kwargs)
-        return _thread_submit(fn, args, kwargs)
+            fn = fn.synchronous()
+        return (
+            fn,
+            tuple(_synchronous(arg) for arg in args),
+            {key: _synchronous(arg) for key, arg in kwargs.items()},
+        )
+
+    def adopt(self, result: Any) -> Any:
+        return self.wrap(result) if hasattr(result, "begin_mutation") else result
 
     def close(self) -> None:
+        super().close()
         self._loop.stop()
+
+
+def _synchronous(value: Any) -> Any:
+    """The backend object behind a proxied argument (other arguments unchanged)."""
+    if isinstance(value, BlockingProxy):
+        return getattr(value.wrapped, "sync", value.wrapped)
+    return value
 
 
 class BlockingProxy:
@@ -287,7 +398,7 @@ def _adapt_callback(callback: Callable[..., Any], loop: _LoopThread) -> Callable
 
 
 class _BlockingMethod:
-    """One method of a proxied object: call it to block, or :meth:`start` it without waiting."""
+    """One method of a proxied object: call it to block until its coroutine settles."""
 
     __slots__ = ("_method", "_loop", "_what")
 
@@ -307,21 +418,13 @@ class _BlockingMethod:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._loop.call(self._invoke(args, kwargs), self._what)
 
-    def start(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        """Schedule the coroutine and return once it has run up to its first suspension (admitted)."""
-        admitted = threading.Event()
-
-        async def run() -> Any:
-            task = asyncio.ensure_future(self._invoke(args, kwargs))
-            # The task's first step is already scheduled; yielding once lets it run before we resume.
-            await asyncio.sleep(0)
-            admitted.set()
-            return await task
-
-        future = self._loop.schedule(run())
-        if not admitted.wait(OPERATION_TIMEOUT):
-            raise ConformanceTimeoutError(f"{self._what} was not admitted within {OPERATION_TIMEOUT} s")
-        return future
+    def synchronous(self) -> Callable[..., Any]:
+        """The backend's own method this proxied method forwards to (``<aio object>.sync.<name>``)."""
+        owner = getattr(self._method, "__self__", None)
+        backend_object = getattr(owner, "sync", None)
+        if backend_object is None:
+            raise TypeError(f"{self._what} has no synchronous backend method behind it")
+        return getattr(backend_object, self._method.__name__)
 
     def __repr__(self) -> str:
         return f"<blocking {self._what}>"

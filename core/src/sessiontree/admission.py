@@ -1,8 +1,11 @@
-"""A hook that tells a caller when its call took a place in a session's mutation line.
+"""A hook that tells a caller when its call was admitted: its place in the order is fixed.
 
-The asyncio facade runs blocking calls on worker threads; to start the next call in order without waiting
+Order-sensitive calls report it (see :class:`sessiontree.contracts.Storage`): a session's mutation line,
+a storage's commit queue (commit and close), a repository's create and fork, a session's close. The
+asyncio facade runs blocking calls on worker threads; to start the next call in order without waiting
 for this one to *finish* (it may wait for a mutation held elsewhere), it sets :data:`admission_observer`
-in the worker thread and the session layer calls it right after admission.
+in the worker thread. The conformance suite sets one that parks the call right after admission. A call
+may report more than once (nested layers): the first report is the admission.
 """
 
 from __future__ import annotations

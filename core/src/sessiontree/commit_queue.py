@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from .admission import notify_admitted
 from .errors import StorageClosedError
 
 __all__ = ["CommitQueue"]
@@ -16,8 +17,9 @@ T = TypeVar("T")
 class CommitQueue:
     """Runs jobs one at a time in the order they were admitted, and drains them on close.
 
-    ``run`` admits a job (refused once closing started), waits for its turn, runs it. Reads call
-    :meth:`check_open` and take :attr:`state_lock` so they never see half of a job's effects.
+    ``run`` admits a job (refused once closing started), waits for its turn, runs it; ``run`` and
+    :meth:`close` call :func:`~sessiontree.admission.notify_admitted` once the call has its place. Reads
+    call :meth:`check_open` and take :attr:`state_lock` so they never see half of a job's effects.
     """
 
     def __init__(self, closed_message: str) -> None:
@@ -69,9 +71,15 @@ class CommitQueue:
                 raise self.closed_error()
             ticket = self._next_ticket
             self._next_ticket = ticket + 1
-            if self._serving != ticket:
-                self._wait_until(lambda: self._serving == ticket)
+        # Outside the mutex: an observer may hold this caller here (the conformance suite parks
+        # admitted calls) while later calls are admitted behind it.
         try:
+            try:
+                notify_admitted()
+            finally:
+                if self._serving != ticket:
+                    with self._mutex:
+                        self._wait_until(lambda: self._serving == ticket)
             return job()
         finally:
             with self._mutex:
@@ -88,12 +96,15 @@ class CommitQueue:
             if first:
                 self._status = "closing"
                 last_ticket = self._next_ticket
-                self._wait_until(lambda: self._serving == last_ticket)
-            else:
-                self._wait_until(lambda: self._status == "closed")
         if not first:
+            notify_admitted()
+            with self._mutex:
+                self._wait_until(lambda: self._status == "closed")
             return
         try:
+            notify_admitted()
+            with self._mutex:
+                self._wait_until(lambda: self._serving == last_ticket)
             if finalize is not None:
                 finalize()
         finally:

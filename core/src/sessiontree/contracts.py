@@ -57,6 +57,12 @@ class Storage(Protocol):
     Commits are serialized in admission order; reads answer from the latest fully applied commit and
     never see half of one. After :meth:`close` starts, every method raises
     :class:`~sessiontree.errors.StorageClosedError`.
+
+    :meth:`commit` and :meth:`close` report their admission: they call
+    :func:`sessiontree.admission.notify_admitted` once the call's place in the order is fixed (a commit
+    holds its turn; a close has sealed admission), without holding a lock later calls need to be
+    admitted. :class:`sessiontree.commit_queue.CommitQueue` does both. The conformance suite parks a call
+    there to race the next one against it.
     """
 
     def commit(
@@ -341,7 +347,13 @@ class Session(Protocol):
 
 
 class SessionRepo(Protocol):
-    """Many sessions: create, open, list, delete and fork (pi's ``SessionRepo``), plus ``close``."""
+    """Many sessions: create, open, list, delete and fork (pi's ``SessionRepo``), plus ``close``.
+
+    :meth:`create` and :meth:`fork` report their admission like :meth:`Storage.commit`: a create once
+    its id is reserved, a fork once its destination id is reserved and it holds its turn on an open
+    source's commit queue (a Storage's ``commit`` ordering does that). Session ``close`` reports once it
+    refuses new calls.
+    """
 
     def create(self, *, id: str | None = None, parent_session_id: str | None = None, **options: Any) -> Session:
         """Create an empty session (no branches) and return it open."""

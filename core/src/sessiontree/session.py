@@ -796,6 +796,7 @@ class StorageBackedSession(_StorageReads):
             if done is None:
                 done = self._close_done = threading.Event()
                 self._state = "closing"
+        notify_admitted()
         if first:
             self._close_first(done)
         else:

@@ -3,32 +3,26 @@
 from __future__ import annotations
 
 import concurrent.futures
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from sessiontree.contracts import Session, SessionRepo
-from sessiontree.errors import SessionClosedError
 from sessiontree.model import ABSENT, Absent, Address, JsonValue, SessionStats
 
 from ..builders import zero_usage
 from ..fixtures import BaseConformanceFixtures
-from ..harness import OPERATION_TIMEOUT
+from ..harness import IssuedCall
 
 __all__ = [
     "MAX_SAFE_INTEGER",
     "RepoSuiteBase",
     "current_value",
     "listed_ids",
-    "wait_for_queued_mutations",
-    "wait_until_closing",
     "zero_stats",
 ]
 
 MAX_SAFE_INTEGER = 2**53 - 1
-_POLL_INTERVAL = 0.002
 
 
 class RepoSuiteBase(BaseConformanceFixtures):
@@ -57,6 +51,10 @@ class RepoSuiteBase(BaseConformanceFixtures):
     def submit_create(self, repo: SessionRepo, **options: Any) -> concurrent.futures.Future[Any]:
         """:meth:`create`, issued without waiting (see :meth:`BaseConformanceFixtures.submit`)."""
         return self.submit(repo.create, **{**self._create_options, **options})
+
+    def park_create(self, repo: SessionRepo, **options: Any) -> IssuedCall:
+        """:meth:`create`, held right after its admission (see :meth:`BaseConformanceFixtures.park`)."""
+        return self.park(repo.create, **{**self._create_options, **options})
 
     def close_together(self, *sessions: Session | None) -> None:
         """pi's ``Promise.all(sessions.map(close))``: issue every close, then wait for all of them.
@@ -89,44 +87,3 @@ def current_value(session: Session, address: Address) -> JsonValue | Absent:
     """pi's ``(await session.getValue(address))?.value``: the payload, or ABSENT without a value."""
     stored = session.get_value(address)
     return ABSENT if stored is None else stored.value
-
-
-def _poll(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + OPERATION_TIMEOUT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {OPERATION_TIMEOUT} s waiting until {what}")
-        time.sleep(_POLL_INTERVAL)
-
-
-def wait_until_closing(session: Session) -> None:
-    """Block until ``session`` refuses reads, i.e. a ``close()`` issued elsewhere has started."""
-
-    def refuses_reads() -> bool:
-        try:
-            session.get_stats()
-        except SessionClosedError:
-            return True
-        return False
-
-    _poll(refuses_reads, "the session refuses reads because close() started")
-
-
-def _exposed_mutation_line(session: object) -> Any | None:
-    """The public ``mutation_line`` of ``session``, or of the object a conformance proxy wraps."""
-    for candidate in (session, getattr(session, "wrapped", None)):
-        line = getattr(candidate, "mutation_line", None)
-        if line is not None and hasattr(line, "queued"):
-            return line
-    return None
-
-
-def wait_for_queued_mutations(session: Session, count: int) -> None:
-    """Block until ``count`` mutations wait on ``session``'s mutation line, where the session exposes it.
-
-    A backend whose sessions do not expose ``mutation_line`` relies on the harness's admission grace
-    (:meth:`BaseConformanceFixtures.submit` returns once the call has been admitted).
-    """
-    line = _exposed_mutation_line(session)
-    if line is not None:
-        _poll(lambda: line.queued >= count, f"{count} mutation(s) are queued on the session's line")

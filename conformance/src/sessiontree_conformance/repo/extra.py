@@ -2,21 +2,31 @@
 
 They pin behaviour pi-core.md states but no pi case checks: failed forks leave nothing behind, forks
 never touch their source, unknown and open sessions are refused, one id has one winner under a thread
-race, a granted mutation may still commit while its session closes, and sessions survive reopening the
-repository where the backend claims persistence.
+race, a granted mutation may still commit while its session closes, the backend claims every capability
+pi requires, and the optional capabilities it claims hold: sessions survive reopening the repository
+(persistence), and two repositories commit to one session in turn (concurrent writers).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 import pytest
 
-from sessiontree.contracts import Backend, BranchFork, ForkOptions, Session, SessionRepo, TreeFork
+from sessiontree.contracts import (
+    Backend,
+    BranchFork,
+    Capabilities,
+    ForkOptions,
+    Session,
+    SessionRepo,
+    TreeFork,
+)
 from sessiontree.errors import (
     ForkError,
     SessionExistsError,
@@ -38,8 +48,9 @@ from ..builders import (
     assistant_message,
     ids,
 )
+from ..capabilities import REQUIRED_CAPABILITIES
 from ..harness import OPERATION_TIMEOUT
-from ._support import RepoSuiteBase, current_value, listed_ids, wait_until_closing
+from ._support import RepoSuiteBase, current_value, listed_ids
 from .forks import commit, custom, scoped_values_source_writes
 
 __all__ = ["RepoExtraSuite", "SessionDump", "dump_session"]
@@ -115,6 +126,13 @@ def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None
 
 class RepoExtraSuite(RepoSuiteBase):
     """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
+
+    def test_claims_every_capability_pi_requires(self, capabilities: Capabilities) -> None:
+        """A backend may go without only what pi makes optional; claiming less than pi requires fails."""
+        denied = {
+            name: why for name, why in REQUIRED_CAPABILITIES.items() if not getattr(capabilities, name)
+        }
+        assert not denied, f"the backend does not claim capabilities pi requires: {denied}"
 
     def test_failed_forks_leave_no_destination_and_release_their_ids(self, repo: SessionRepo) -> None:
         """Every kind of refused fork leaves ``list`` unchanged and its destination id free for ``create``."""
@@ -234,12 +252,11 @@ class RepoExtraSuite(RepoSuiteBase):
 
     def test_a_granted_mutation_still_commits_while_its_session_closes(self, repo: SessionRepo) -> None:
         """close() waits for a granted mutation, which may still commit; the commit is kept."""
-        self.require("supports_reopen")
         session = self.create(repo, id="session")
         held = session.begin_mutation()
         try:
+            # Returns once close was admitted: the session refuses new calls from here on.
             closing = self.submit(session.close)
-            wait_until_closing(session)
             held.commit([set_value(session_name, "committed while closing")])
         finally:
             held.end()
@@ -280,19 +297,52 @@ class RepoExtraSuite(RepoSuiteBase):
         entries = session.find_entries(order="asc")
         session.close()
         repo.close()
+        with self._open_in_another_repository(backend, "durable") as reopened:
+            assert reopened.get_name() == "durable name"
+            assert reopened.find_entries(order="asc") == entries
+            assert ids(entries) == [appended]
+            reopened_main = reopened.branch("main")
+            assert reopened_main is not None and reopened_main.get_tip_id() == appended
+            assert current_value(reopened, branch_tip("main")) == appended
+
+    def test_two_repositories_commit_to_one_session_in_turn(
+        self, backend: Backend, repo: SessionRepo
+    ) -> None:
+        """A backend claiming ``supports_concurrent_writers`` lets a second repository at the same location
+        open a session the first has open, and each writer's commit sees every commit of the other."""
+        self.require("supports_concurrent_writers")
+        first = self.create(repo, id="shared")
+        turns = [f"turn-{turn}" for turn in range(6)]
+        with self._open_in_another_repository(backend, "shared") as second:
+            seqs: list[int] = []
+            for turn, entry_id in enumerate(turns):
+                writes = [
+                    insert_entry(custom(entry_id, turns[turn - 1] if turn else None, "turn")),
+                    set_value(branch_tip("main"), entry_id),
+                ]
+                writer = (first, second)[turn % 2]
+                result = writer.mutate(lambda mutation, writes=writes: mutation.commit(writes))
+                seqs.append(result.seqs[0])
+            assert seqs == sorted(set(seqs)), f"the two writers' seqs interleave wrongly: {seqs}"
+        first.close()
+        reopened = repo.open(first.metadata)
+        try:
+            assert ids(reopened.find_entries(order="asc")) == turns
+            assert current_value(reopened, branch_tip("main")) == turns[-1]
+        finally:
+            reopened.close()
+
+    @contextlib.contextmanager
+    def _open_in_another_repository(self, backend: Backend, session_id: str) -> Iterator[Session]:
+        """Session ``session_id`` opened from a second repository of ``backend``; both closed on exit."""
         opened = backend.open_repo()
         try:
-            again = self.harness.wrap_repo(opened)
-            [metadata] = [metadata for metadata in again.list() if metadata.id == "durable"]
-            reopened = again.open(metadata)
+            other = self.harness.wrap_repo(opened)
+            [metadata] = [metadata for metadata in other.list() if metadata.id == session_id]
+            session = other.open(metadata)
             try:
-                assert reopened.get_name() == "durable name"
-                assert reopened.find_entries(order="asc") == entries
-                assert ids(entries) == [appended]
-                reopened_main = reopened.branch("main")
-                assert reopened_main is not None and reopened_main.get_tip_id() == appended
-                assert current_value(reopened, branch_tip("main")) == appended
+                yield session
             finally:
-                reopened.close()
+                session.close()
         finally:
             opened.close()

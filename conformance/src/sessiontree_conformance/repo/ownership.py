@@ -17,7 +17,6 @@ class RepoOwnershipSuite(RepoSuiteBase):
 
     def test_rejects_opening_an_already_open_session(self, repo: SessionRepo) -> None:
         """pi: "rejects opening an already-open session"."""
-        self.require("supports_reopen")
         session = self.create(repo, id="session")
         with pytest.raises(SessionOpenError):
             repo.open(session.metadata)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 from sessiontree.contracts import Storage
 from sessiontree.errors import StorageError
 from sessiontree.model import CommitResult, Entry
 from sessiontree.queries import EntryScan, UsageScan
+
+from ..harness import OPERATION_TIMEOUT
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -38,3 +41,16 @@ ALL_USAGE = UsageScan(order="asc")
 
 UNKNOWN_START_ERROR: type[Exception] = StorageError
 """What a branch scan from an unknown start raises (pi: ``Unknown branch start: <start>``)."""
+
+
+def join_while_progressing(threads: Sequence[threading.Thread], progress: Callable[[], int], what: str) -> None:
+    """Join ``threads``; fail only when ``progress()`` (a count of finished operations) stood still for
+    :data:`~sessiontree_conformance.harness.OPERATION_TIMEOUT`: a hang fails, a slow backend never does."""
+    seen = progress()
+    for thread in threads:
+        thread.join(OPERATION_TIMEOUT)
+        while thread.is_alive():
+            now = progress()
+            assert now != seen, f"{what}: no operation finished within {OPERATION_TIMEOUT} s"
+            seen = now
+            thread.join(OPERATION_TIMEOUT)

@@ -42,7 +42,13 @@ from ..builders import (
 )
 from ..fixtures import BaseConformanceFixtures
 from ..harness import OPERATION_TIMEOUT
-from ._support import ALL_ENTRIES, ALL_USAGE, assert_strictly_increasing, is_safe_timestamp
+from ._support import (
+    ALL_ENTRIES,
+    ALL_USAGE,
+    assert_strictly_increasing,
+    is_safe_timestamp,
+    join_while_progressing,
+)
 
 __all__ = ["StorageExtraSuite"]
 
@@ -257,9 +263,9 @@ class StorageExtraSuite(BaseConformanceFixtures):
         threads = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(RACE_THREADS)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join(OPERATION_TIMEOUT)
-        assert not any(thread.is_alive() for thread in threads), "concurrent commits did not finish"
+        join_while_progressing(
+            threads, lambda: sum(len(mine) for mine in results.values()), "concurrent commits"
+        )
         if errors:
             raise errors[0]
         all_seqs: list[int] = []

@@ -17,10 +17,21 @@ class StorageSerializationSuite(BaseConformanceFixtures):
     """Commits run one at a time in admission order (pi group ``serialization``)."""
 
     def test_serializes_back_to_back_commits_in_admission_order(self, storage: Storage) -> None:
-        """pi: "serializes back-to-back commits in admission order"."""
-        first = self.submit(storage.commit, [insert_entry(user_entry("first"))])
-        second = self.submit(storage.commit, [insert_entry(user_entry("second", "first"))])
-        first_result = self.settle(first)
+        """pi: "serializes back-to-back commits in admission order".
+
+        The first commit is held right after its admission, so the second is admitted while the first
+        has not landed; the second must still run after it and see it.
+        """
+        first = self.park(storage.commit, [insert_entry(user_entry("first"))])
+        try:
+            second = self.submit(storage.commit, [insert_entry(user_entry("second", "first"))])
+            assert not second.done(), (
+                f"the second commit finished ({second.exception() or 'landed'}) while the first, "
+                f"admitted before it, had not landed"
+            )
+        finally:
+            first.release()
+        first_result = self.settle(first.future)
         second_result = self.settle(second)
         assert first_result.seqs[0] < second_result.seqs[0]
         assert first_result.stats == SessionStats(message_count=1, usage=zero_usage())

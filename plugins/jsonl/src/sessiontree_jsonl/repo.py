@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 
+from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -242,6 +243,7 @@ class JsonlSessionRepo:
         self._reserve(key, session_id)
         path: str | None = None
         try:
+            notify_admitted()
             path = self._new_session_path(absolute_cwd, session_id, created_at)
             header = JsonlHeader.new(
                 id=session_id, created_at=created_at, cwd=absolute_cwd, parent_session_id=parent_session_id

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from sessiontree.admission import notify_admitted
 from sessiontree.errors import SessionClosedError
 from sessiontree.model import (
     ABSENT,
@@ -197,6 +198,9 @@ class MemorySessionHandle:
             first = self._status == "open"
             if first:
                 self._status = "closing"
+        notify_admitted()
+        with self._mutex:
+            if first:
                 self._wait_until(lambda: self._admitted == 0)
             else:
                 self._wait_until(lambda: self._status == "closed")

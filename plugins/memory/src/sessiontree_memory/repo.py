@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -115,6 +116,7 @@ class MemorySessionRepo:
                 raise SessionExistsError(f"Session already exists: {session_id}")
             self._records[session_id] = record
             self._catalog[session_id] = metadata
+        notify_admitted()
         return MemorySessionHandle(session, on_closed=functools.partial(self._mark_closed, record))
 
     def open(self, metadata: SessionMetadata | str) -> MemorySessionHandle:
