@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from sessiontree.contracts import Storage
 from sessiontree.model import (
@@ -46,8 +47,8 @@ class StorageDecorator:
     def __init__(self, delegate: Storage) -> None:
         self.delegate = delegate
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
-        return self.delegate.commit(writes)
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> CommitResult:
+        return self.delegate.commit(writes, **preconditions)
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         return self.delegate.get_entries(ids)
@@ -88,10 +89,10 @@ class InstrumentedStorage(StorageDecorator):
         self._commit_attempts: list[Sequence[Write]] = []
         self._lock = threading.Lock()
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> CommitResult:
         with self._lock:
             self._commit_attempts.append(writes)
-        return self.delegate.commit(writes)
+        return self.delegate.commit(writes, **preconditions)
 
     def get_commit_attempts(self) -> list[Sequence[Write]]:
         """A shallow copy of the recorded attempts, oldest first."""
@@ -155,7 +156,7 @@ class GatingStorage(StorageDecorator):
         with self._changed:
             self._wait(lambda: len(self._queue) >= count, timeout)
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> CommitResult:
         with self._changed:
             if self._discarded:
                 raise CommitDiscarded("commit rejected: storage discarded")
@@ -172,7 +173,7 @@ class GatingStorage(StorageDecorator):
                     parked.settle(error)
                     raise error
         try:
-            result = self.delegate.commit(writes)
+            result = self.delegate.commit(writes, **preconditions)
         except BaseException as error:
             if parked is not None:
                 parked.settle(error)

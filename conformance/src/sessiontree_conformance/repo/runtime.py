@@ -59,7 +59,6 @@ class RepoRuntimeSuite(RepoSuiteBase):
 
     def test_opens_a_closed_session_by_its_id_alone(self, repo: SessionRepo) -> None:
         """``repo.open(id)`` resumes a closed session: same metadata id, entries, tips and context."""
-        self.require("supports_reopen")
         session = self.create(repo, id="resumed")
         main = session.lane("main")
         main.append_message(user("hello"))
@@ -77,7 +76,6 @@ class RepoRuntimeSuite(RepoSuiteBase):
 
     def test_open_by_id_and_by_metadata_reach_the_same_session(self, repo: SessionRepo) -> None:
         """Opening by id is opening by metadata: after a write through one, the other sees it."""
-        self.require("supports_reopen")
         session = self.create(repo, id="both")
         metadata = session.metadata
         session.close()
