@@ -218,16 +218,37 @@ def normalize_dump(dump: Mapping[str, JsonValue], reference_text: str) -> dict[s
         if isinstance(record_id, str) and _UUIDV7.fullmatch(record_id) and record_id not in reference_text:
             mapping[record_id] = f"#{jsjson.format_number(record['seq'])}"
 
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            return mapping.get(item, item)
-        if isinstance(item, list):
-            return [walk(element) for element in item]
-        if isinstance(item, dict):
-            return {mapping.get(key, key): walk(element) for key, element in item.items()}
-        return item
+    return _map_strings(dict(dump), lambda text: mapping.get(text, text))  # type: ignore[no-any-return]
 
-    return walk(dict(dump))  # type: ignore[no-any-return]
+
+def _map_strings(item: Any, replace: Any) -> Any:
+    """A copy of ``item`` with every string (values and object keys) passed through ``replace``;
+    iterative, so any nesting depth is copied."""
+    if isinstance(item, str):
+        return replace(item)
+    if not isinstance(item, (list, dict)):
+        return item
+    root: list[Any] = [None]
+    # Each pending job: (source item, target container, slot in the target).
+    pending: list[tuple[Any, Any, Any]] = [(item, root, 0)]
+    while pending:
+        source, target, slot = pending.pop()
+        if isinstance(source, str):
+            target[slot] = replace(source)
+        elif isinstance(source, list):
+            copy: list[Any] = [None] * len(source)
+            target[slot] = copy
+            pending.extend((element, copy, index) for index, element in enumerate(source))
+        elif isinstance(source, dict):
+            copied: dict[str, Any] = {}
+            keys = [replace(key) for key in source]
+            for key in keys:
+                copied[key] = None
+            target[slot] = copied
+            pending.extend((element, copied, key) for key, element in zip(keys, source.values()))
+        else:
+            target[slot] = source
+    return root[0]
 
 
 def format_dump(dump: JsonValue) -> str:
@@ -238,36 +259,52 @@ def format_dump(dump: JsonValue) -> str:
     return "".join(out)
 
 
+def _members(item: dict[str, Any]) -> list[tuple[str, Any]]:
+    """An object's members as ``JSON.stringify`` orders them (array-index keys first), undefined dropped."""
+    members = [(k, v) for k, v in item.items() if v is not ABSENT]
+    indices = sorted((k for k, _ in members if jsjson.is_array_index(k)), key=int)
+    if indices:
+        index_set = set(indices)
+        members = [(k, item[k]) for k in indices] + [(k, v) for k, v in members if k not in index_set]
+    return members
+
+
 def _pretty(item: Any, indent: str, out: list[str]) -> None:
-    if isinstance(item, dict):
-        members = [(k, v) for k, v in item.items() if v is not ABSENT]
-        if not members:
-            out.append("{}")
-            return
-        indices = sorted((k for k, _ in members if jsjson.is_array_index(k)), key=int)
-        if indices:
-            index_set = set(indices)
-            members = [(k, item[k]) for k in indices] + [(k, v) for k, v in members if k not in index_set]
-        inner = indent + "  "
-        out.append("{\n")
-        for i, (key, element) in enumerate(members):
-            out.append(inner + jsjson.dumps(key) + ": ")
-            _pretty(element, inner, out)
-            out.append(",\n" if i < len(members) - 1 else "\n")
-        out.append(indent + "}")
-    elif isinstance(item, (list, tuple)):
-        if not item:
-            out.append("[]")
-            return
-        inner = indent + "  "
-        out.append("[\n")
-        for i, element in enumerate(item):
-            out.append(inner)
-            if element is ABSENT:
-                out.append("null")
+    # An explicit stack of open containers, so any depth prints: [children, indent, is a dict, first].
+    stack: list[list[Any]] = []
+    while True:
+        if isinstance(item, dict) and (members := _members(item)):
+            out.append("{\n")
+            stack.append([iter(members), indent, True, True])
+        elif isinstance(item, (list, tuple)) and item:
+            out.append("[\n")
+            stack.append([iter(item), indent, False, True])
+        elif isinstance(item, (dict, list, tuple)):
+            out.append("{}" if isinstance(item, dict) else "[]")
+        else:
+            out.append("null" if item is ABSENT else jsjson.dumps(item))
+        # Close the containers that are done; stop at the next member to write.
+        while stack:
+            frame = stack[-1]
+            child = next(frame[0], _DONE)
+            if child is _DONE:
+                stack.pop()
+                out.append("\n" + frame[1] + ("}" if frame[2] else "]"))
+                continue
+            if frame[3]:
+                frame[3] = False
             else:
-                _pretty(element, inner, out)
-            out.append(",\n" if i < len(item) - 1 else "\n")
-        out.append(indent + "]")
-    else:
-        out.append(jsjson.dumps(item))
+                out.append(",\n")
+            indent = frame[1] + "  "
+            if frame[2]:
+                key, item = child
+                out.append(indent + jsjson.dumps(key) + ": ")
+            else:
+                item = child
+                out.append(indent)
+            break
+        else:
+            return
+
+
+_DONE = object()

@@ -14,6 +14,7 @@ __all__ = [
     "BackendNotFoundError",
     "CommitDiscarded",
     "InvalidAddressError",
+    "InvalidArgumentError",
     "InvalidQueryError",
     "InvalidURLError",
     "PluginError",
@@ -32,6 +33,7 @@ __all__ = [
     "SessionUnknownTargetError",
     "StorageClosedError",
     "StorageConflictError",
+    "StorageContentError",
     "StorageError",
     "StorageFormatError",
     "StorageIOError",
@@ -124,6 +126,10 @@ class SessionOpenError(SessionTreeError):
     """The session is already open (``Session is already open: <id>``) or open during delete."""
 
 
+class InvalidArgumentError(SessionTreeError, ValueError):
+    """A public API argument has the right type but a value the library cannot use; names the argument."""
+
+
 class ForkError(SessionTreeError, ValueError):
     """A fork request cannot be satisfied (unknown branch, entry not on branch, unconfigured lane...)."""
 
@@ -144,6 +150,18 @@ class StorageValidationError(StorageError, ValueError):
 
     Nothing of the commit was applied.
     """
+
+
+class StorageContentError(StorageValidationError):
+    """A write holds content that has no faithful JSON text (see :func:`sessiontree.deepjson.check_storable`).
+
+    ``field`` is the path of the offending part, e.g. ``message.content[2].input``. Nothing was written.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"Cannot store {field}: it {reason}")
 
 
 class InvalidAddressError(StorageValidationError, TypeError):
