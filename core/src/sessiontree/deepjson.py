@@ -240,7 +240,7 @@ def _check_node(
     if isinstance(value, (Mapping, list, tuple)):
         if not isinstance(value, (dict, list, tuple)):
             raise StorageContentError(
-                _path_text(path), f"is a {type(value).__name__}; only dict, list and tuple are JSON containers"
+                _path_text(path), f"is of type {type(value).__name__}; only dict, list and tuple are JSON containers"
             )
         if id(value) in on_path:
             raise StorageContentError(_path_text(path), "contains itself (a circular structure)")
@@ -249,4 +249,4 @@ def _check_node(
                 _path_text(path), f"nests deeper than {max_depth} arrays/objects (sessiontree's limit)"
             )
         return iter(value.items()) if isinstance(value, dict) else enumerate(value)
-    raise StorageContentError(_path_text(path), f"is a {type(value).__name__}, which is not a JSON value")
+    raise StorageContentError(_path_text(path), f"is of type {type(value).__name__}, which is not a JSON value")

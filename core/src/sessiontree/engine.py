@@ -46,6 +46,7 @@ from .model import (
     UsageRow,
 )
 from .queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
+from .storable import check_new_writes
 from .usage import add_usage, empty_usage
 from .values import check_address_parts
 from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -322,7 +323,9 @@ class SessionState:
     # --- commits -------------------------------------------------------------------------------
 
     def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
-        """Assign seqs from ``next_seq`` and the one timestamp, then validate. Mutates nothing."""
+        """Check that ``writes`` can be stored, assign seqs from ``next_seq`` and the one timestamp, then
+        validate. Mutates nothing."""
+        check_new_writes(writes)
         first = self.next_seq
         if _is_entry_then_value(writes):
             return self._prepare_entry_then_value(writes, first, timestamp)
