@@ -75,7 +75,8 @@ class DumpInventory:
     """What a dump scans beyond the known namespaces: value namespaces and list addresses."""
 
     value_namespaces: frozenset[str] = frozenset()
-    list_addresses: frozenset[tuple[str, str]] = frozenset()
+    list_addresses: frozenset[tuple[str, Any]] = frozenset()
+    """``(namespace, key)``; the key is :data:`~sessiontree.model.ABSENT` for appends written without one."""
 
 
 def js_sorted(items: Iterable[str]) -> list[str]:
@@ -90,7 +91,7 @@ def jsonl_inventory(text: str) -> DumpInventory:
     blank or not JSON (a dump of a file pi cannot open never gets this far anyway).
     """
     namespaces: set[str] = set()
-    lists: set[tuple[str, str]] = set()
+    lists: set[tuple[str, Any]] = set()
     lines = text.split("\n")
     lines.pop()
     for line in lines[1:]:
@@ -108,8 +109,10 @@ def jsonl_inventory(text: str) -> DumpInventory:
                 continue
             if kind == "value":
                 namespaces.add(namespace)
-            elif kind == "list" and isinstance(write.get("key"), str):
-                lists.add((namespace, write["key"]))
+            elif kind == "list":
+                key = write.get("key", ABSENT)
+                if isinstance(key, str) or key is ABSENT:
+                    lists.add((namespace, key))
     return DumpInventory(value_namespaces=frozenset(namespaces), list_addresses=frozenset(lists))
 
 
@@ -174,13 +177,15 @@ def dump_session(
             continue
         values.extend(stored_value_to_wire(stored) for stored in storage.scan_values(prefix))
     lists: list[JsonValue] = []
-    by_namespace: dict[str, set[str]] = {}
+    by_namespace: dict[str, set[Any]] = {}
     for namespace, key in inventory.list_addresses:
         by_namespace.setdefault(namespace, set()).add(key)
     for namespace in js_sorted(by_namespace):
-        for key in js_sorted(by_namespace[namespace]):
+        keys = by_namespace[namespace]
+        # JS sorts undefined after every string; list(namespace, undefined) is list(namespace, "").
+        for key in [*js_sorted(k for k in keys if k is not ABSENT), *([ABSENT] if ABSENT in keys else [])]:
             try:
-                address = list_(namespace, key)
+                address = list_(namespace, "" if key is ABSENT else key)
             except InvalidAddressError:
                 continue
             elements = [list_element_to_wire(e) for e in storage.read_list(address, _LIST_READ)]

@@ -162,7 +162,8 @@ def _current_writes(storage: Storage, inventory: DumpInventory) -> list[Write]:
             writes.append(
                 ValueSet(namespace=address.namespace, key=address.key, value=stored.value, seq=stored.seq)
             )
-    for namespace, key in sorted(inventory.list_addresses):
+    # A list appended to without a key cannot be read through the API (as in pi): nothing to copy.
+    for namespace, key in sorted(a for a in inventory.list_addresses if a[1] is not ABSENT):
         try:
             address = list_(namespace, key)
         except InvalidAddressError:

@@ -638,10 +638,11 @@ class Replayer:
 
     def _fold(self, write: Any) -> None:
         kind = type(write)
+        # A write without a key shares the slot of the key "undefined" (see the engine's ``_slot``).
+        key = (write.namespace, "undefined" if write.key is ABSENT else write.key)
         if kind is _ValueRecord or kind is ValueSet or kind is ValueDelete:
-            self._values[(write.namespace, write.key)] = write
+            self._values[key] = write
             return
-        key = (write.namespace, write.key)
         folded = self._lists.get(key)
         is_delete = kind is ListDelete or (kind is _ListRecord and write.op == "delete")
         if is_delete:
