@@ -195,15 +195,18 @@ def _quoted(key: str) -> str:
     return f'"{escaped[:60]}"'
 
 
-def check_storable(value: Any, field: str, *, max_depth: int = MAX_DEPTH) -> None:
+def check_storable(value: Any, field: str, *, max_depth: int = MAX_DEPTH, allow_nonfinite: bool = False) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` naming the path (``message.content[2].input``)
     of the first part of ``value`` that has no faithful JSON text: an object that is not a JSON value
     (a set, bytes, any other class), a non-string object key, a NaN or infinite number, a container that
     contains itself, or nesting deeper than ``max_depth`` levels. :data:`~sessiontree.model.ABSENT` (JS
     ``undefined``) is allowed inside objects and arrays, as ``JSON.stringify`` allows it.
+    ``allow_nonfinite`` lets NaN and the infinities through (pi writes them as ``null``; usage sums
+    of rows pi could not add hold them).
     """
     # Depth-first with an explicit stack: (path, (key, child) pairs, is a dict, id) per open container.
-    top = _check_node(value, (field,), 0, max_depth, set())
+    finite = not allow_nonfinite
+    top = _check_node(value, (field,), 0, max_depth, set(), finite)
     if top is None:
         return
     on_path: set[int] = {id(value)}
@@ -217,7 +220,7 @@ def check_storable(value: Any, field: str, *, max_depth: int = MAX_DEPTH) -> Non
                     f"has a key of type {type(key).__name__} ({key!r:.40}); JSON object keys are strings",
                 )
             child_path = (*path, key)
-            items = _check_node(child, child_path, len(stack), max_depth, on_path)
+            items = _check_node(child, child_path, len(stack), max_depth, on_path, finite)
             if items is not None:
                 on_path.add(id(child))
                 stack.append((child_path, items, isinstance(child, dict), id(child)))
@@ -228,11 +231,11 @@ def check_storable(value: Any, field: str, *, max_depth: int = MAX_DEPTH) -> Non
 
 
 def _check_node(
-    value: Any, path: tuple[str | int, ...], depth: int, max_depth: int, on_path: set[int]
+    value: Any, path: tuple[str | int, ...], depth: int, max_depth: int, on_path: set[int], finite: bool
 ) -> Iterator[tuple[Any, Any]] | None:
     """Check one node; for a container, return an iterator over its ``(key, child)`` pairs."""
     if isinstance(value, _SCALARS) or value is ABSENT:
-        if isinstance(value, float) and not math.isfinite(value):
+        if finite and isinstance(value, float) and not math.isfinite(value):
             raise StorageContentError(
                 _path_text(path), f"is {value!r}, which JSON cannot hold (JSON.stringify writes null)"
             )

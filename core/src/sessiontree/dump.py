@@ -27,7 +27,7 @@ import attrs
 from . import jsjson
 from .context import build_context_entries, build_session_context
 from .contracts import Storage
-from .errors import InvalidAddressError
+from .errors import ContextBuildError, InvalidAddressError
 from .model import ABSENT, JsonValue, UnknownEntry
 from .queries import BranchScan, EntryScan, ListReadOptions
 from .values import branch_tip_inventory_prefix, list_, value
@@ -148,6 +148,8 @@ def _context(path: list[Any]) -> JsonValue:
             return {"error": _UNKNOWN_TYPE_CONTEXT_ERROR}
     try:
         return build_session_context(path)
+    except ContextBuildError as error:
+        return {"error": error.pi_message}
     except (TypeError, ValueError) as error:
         return {"error": str(error)}
 

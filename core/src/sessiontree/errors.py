@@ -13,6 +13,7 @@ __all__ = [
     "BackendConflictError",
     "BackendNotFoundError",
     "CommitDiscarded",
+    "ContextBuildError",
     "InvalidAddressError",
     "InvalidArgumentError",
     "InvalidQueryError",
@@ -102,6 +103,17 @@ class SessionClosedError(SessionError):
 
 class SessionMutationError(SessionError):
     """A mutation capability was misused (second commit, use after ``end``)."""
+
+
+class ContextBuildError(SessionError, TypeError):
+    """A path holds an entry pi's context builder throws on (a message entry without a message, ...).
+
+    ``pi_message`` is the text pi's builder throws there (V8's ``TypeError`` wording).
+    """
+
+    def __init__(self, message: str, *, pi_message: str) -> None:
+        self.pi_message = pi_message
+        super().__init__(message)
 
 
 class CommitDiscarded(SessionTreeError):  # noqa: N818 - pi's name

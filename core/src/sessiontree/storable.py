@@ -1,7 +1,8 @@
 """What a new write may hold: checked before a commit is prepared, so nothing unstorable is written.
 
 A write must have a JSON text that reads back as the same thing: JSON values only (no sets, bytes or
-other objects), string object keys, finite numbers, no container inside itself, and no value nested
+other objects), string object keys, finite numbers (but in ``usage``, where pi's sums write NaN as
+``null``), no container inside itself, and no value nested
 deeper than :data:`~sessiontree.deepjson.MAX_DEPTH`. Entry and usage-row ids are strings, an entry's
 parent is a string or ``None``. Errors are :class:`~sessiontree.errors.StorageContentError` naming the
 field path (``message.content[2].input``).
@@ -46,7 +47,8 @@ def _check_members(record: Mapping[str, Any]) -> None:
     if _plainly_storable(record):
         return
     for key, member in record.items():
-        check_storable(member, key)
+        # Usage numbers are sums pi computes with JS arithmetic: NaN is what pi writes as null there.
+        check_storable(member, key, allow_nonfinite=key == "usage")
 
 
 def check_new_writes(writes: Sequence[Write]) -> None:
