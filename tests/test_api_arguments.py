@@ -89,6 +89,11 @@ def _looped() -> dict[str, Any]:
     return looped
 
 
+def commit_one(write: Any) -> Callable[[Any], object]:
+    """A call committing ``write`` alone through a mutation."""
+    return lambda s: s.mutate(lambda m: m.commit([write]))
+
+
 UNSTORABLE: dict[str, tuple[Callable[[Any], object], str]] = {
     "a set": (lambda s: s.branch("main").append_message({"role": "user", "content": {1}}), "message.content"),
     "an object": (
@@ -99,24 +104,15 @@ UNSTORABLE: dict[str, tuple[Callable[[Any], object], str]] = {
     "NaN": (lambda s: s.set_value(values.value("app"), {"score": math.nan}), "value.score"),
     "a non-string key": (lambda s: s.append_list(values.list_("app"), {1: "one"}), "value"),
     "a self-referencing dict": (lambda s: s.branch("main").append_message(_looped()), "message.content[0]"),
-    "entry id 5": (
-        lambda s: s.mutate(lambda m: m.commit([insert_entry(MessageEntry(id=5, parent_id=None, message={}))])),  # type: ignore[arg-type]
-        "id",
-    ),
-    "entry id None": (
-        lambda s: s.mutate(lambda m: m.commit([insert_entry(MessageEntry(id=None, parent_id=None, message={}))])),  # type: ignore[arg-type]
-        "id",
-    ),
+    "entry id 5": (commit_one(insert_entry(MessageEntry(id=5, parent_id=None, message={}))), "id"),  # type: ignore[arg-type]
+    "entry id None": (commit_one(insert_entry(MessageEntry(id=None, parent_id=None, message={}))), "id"),  # type: ignore[arg-type]
     "parent id a number": (
-        lambda s: s.mutate(lambda m: m.commit([insert_entry(MessageEntry(id="n", parent_id=7, message={}))])),  # type: ignore[arg-type]
+        commit_one(insert_entry(MessageEntry(id="n", parent_id=7, message={}))),  # type: ignore[arg-type]
         "parentId",
     ),
-    "usage row id a number": (
-        lambda s: s.mutate(lambda m: m.commit([insert_usage(UsageRow(id=3, usage=empty_usage()))])),  # type: ignore[arg-type]
-        "id",
-    ),
+    "usage row id a number": (commit_one(insert_usage(UsageRow(id=3, usage=empty_usage()))), "id"),  # type: ignore[arg-type]
     "usage row details a set": (
-        lambda s: s.mutate(lambda m: m.commit([insert_usage(UsageRow(id="u", usage=empty_usage(), details={"a": {1}}))])),
+        commit_one(insert_usage(UsageRow(id="u", usage=empty_usage(), details={"a": {1}}))),
         "details.a",
     ),
 }

@@ -49,7 +49,9 @@ def require_path_str(value: Any, name: str) -> None:
 def require_address(value: Any, name: str = "address") -> None:
     """``name`` must be an :class:`~sessiontree.model.Address` (from :func:`sessiontree.values.value`)."""
     if not isinstance(value, Address):
-        raise TypeError(f"{name} must be an Address (sessiontree.values.value/list_), not {_type_name(value)}")
+        raise TypeError(
+            f"{name} must be an Address (sessiontree.values.value/list_), not {_type_name(value)}"
+        )
 
 
 def require_message(value: Any) -> None:

@@ -145,7 +145,7 @@ def nesting_depth(data: bytes | bytearray | memoryview) -> int:
 
 
 def top_level_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
-    """The ``(offset, length)`` of every element of ``data``, a JSON array of arrays/objects (of any depth)."""
+    """The ``(offset, length)`` of every element of ``data``, a JSON array of arrays/objects (any depth)."""
     raw = bytes(data)
     spans: list[tuple[int, int]] = []
     depth = 0
@@ -195,7 +195,9 @@ def _quoted(key: str) -> str:
     return f'"{escaped[:60]}"'
 
 
-def check_storable(value: Any, field: str, *, max_depth: int = MAX_DEPTH, allow_nonfinite: bool = False) -> None:
+def check_storable(
+    value: Any, field: str, *, max_depth: int = MAX_DEPTH, allow_nonfinite: bool = False
+) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` naming the path (``message.content[2].input``)
     of the first part of ``value`` that has no faithful JSON text: an object that is not a JSON value
     (a set, bytes, any other class), a non-string object key, a NaN or infinite number, a container that
@@ -243,7 +245,8 @@ def _check_node(
     if isinstance(value, (Mapping, list, tuple)):
         if not isinstance(value, (dict, list, tuple)):
             raise StorageContentError(
-                _path_text(path), f"is of type {type(value).__name__}; only dict, list and tuple are JSON containers"
+                _path_text(path),
+                f"is of type {type(value).__name__}; only dict, list and tuple are JSON containers",
             )
         if id(value) in on_path:
             raise StorageContentError(_path_text(path), "contains itself (a circular structure)")
@@ -252,4 +255,6 @@ def _check_node(
                 _path_text(path), f"nests deeper than {max_depth} arrays/objects (sessiontree's limit)"
             )
         return iter(value.items()) if isinstance(value, dict) else enumerate(value)
-    raise StorageContentError(_path_text(path), f"is of type {type(value).__name__}, which is not a JSON value")
+    raise StorageContentError(
+        _path_text(path), f"is of type {type(value).__name__}, which is not a JSON value"
+    )

@@ -29,7 +29,9 @@ _ENTRY_TYPES = frozenset((*ENTRY_CLASSES.values(), UnknownEntry))
 # proves a batch storable except for NaN/Infinity, which it writes as null: only output holding null is
 # walked exactly (as is anything orjson refuses). ABSENT (an Enum, which orjson writes by its value) is
 # storable: JSON.stringify drops undefined members and writes undefined elements as null.
-_FAST_OPTIONS = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+_FAST_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+)
 
 
 def _refuse(value: Any) -> Any:
@@ -38,48 +40,46 @@ def _refuse(value: Any) -> Any:
 
 def check_new_writes(writes: Sequence[Write]) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` for the first write that cannot be stored."""
-    records: list[Any] = []
-    for write in writes:
-        kind = type(write)
-        if kind is EntryWrite:
-            entry = write.entry  # type: ignore[union-attr]
-            if type(entry) not in _ENTRY_TYPES:
-                continue  # storage validation refuses it
-            if type(entry.id) is not str:
-                raise StorageContentError("id", f"is {_kind_of(entry.id)}; an entry id is a string")
-            if entry.parent_id is not None and type(entry.parent_id) is not str:
-                raise StorageContentError(
-                    "parentId", f"is {_kind_of(entry.parent_id)}; a parent id is a string or null"
-                )
-            records.append(entry_to_wire(entry))
-        elif kind is UsageWrite:
-            row = write.row  # type: ignore[union-attr]
-            if type(row) is not UsageRow:
-                continue  # storage validation refuses it
-            if type(row.id) is not str:
-                raise StorageContentError("id", f"is {_kind_of(row.id)}; a usage row id is a string")
-            records.append(usage_row_to_wire(row))
-        elif kind is ValueSet or kind is ListAppend:
-            records.append(write.value)  # type: ignore[union-attr]
+    records = [record for record in map(_record_of, writes) if record is not None]
     try:
-        data = orjson.dumps(records, default=_refuse, option=_FAST_OPTIONS)
+        data = orjson.dumps([record for _, record in records], default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         pass
     else:
         if b"null" not in data:
             return
-    _check_exactly(writes)
+    for is_payload, record in records:
+        if is_payload:
+            check_storable(record, "value")
+        else:
+            _check_members(record)
 
 
-def _check_exactly(writes: Sequence[Write]) -> None:
-    for write in writes:
-        kind = type(write)
-        if kind is EntryWrite and type(write.entry) in _ENTRY_TYPES:  # type: ignore[union-attr]
-            _check_members(entry_to_wire(write.entry))  # type: ignore[union-attr]
-        elif kind is UsageWrite and type(write.row) is UsageRow:  # type: ignore[union-attr]
-            _check_members(usage_row_to_wire(write.row))  # type: ignore[union-attr]
-        elif kind is ValueSet or kind is ListAppend:
-            check_storable(write.value, "value")  # type: ignore[union-attr]
+def _record_of(write: Write) -> tuple[bool, Any] | None:
+    """What to check of ``write``: ``(True, payload)`` for a value or list element, ``(False, wire
+    record)`` for an entry or usage row (whose ids are checked here), ``None`` for nothing."""
+    kind = type(write)
+    if kind is ValueSet or kind is ListAppend:
+        return True, write.value  # type: ignore[union-attr]
+    if kind is EntryWrite:
+        entry = write.entry  # type: ignore[union-attr]
+        if type(entry) not in _ENTRY_TYPES:
+            return None  # storage validation refuses it
+        if type(entry.id) is not str:
+            raise StorageContentError("id", f"is {_kind_of(entry.id)}; an entry id is a string")
+        if entry.parent_id is not None and type(entry.parent_id) is not str:
+            raise StorageContentError(
+                "parentId", f"is {_kind_of(entry.parent_id)}; a parent id is a string or null"
+            )
+        return False, entry_to_wire(entry)
+    if kind is UsageWrite:
+        row = write.row  # type: ignore[union-attr]
+        if type(row) is not UsageRow:
+            return None  # storage validation refuses it
+        if type(row.id) is not str:
+            raise StorageContentError("id", f"is {_kind_of(row.id)}; a usage row id is a string")
+        return False, usage_row_to_wire(row)
+    return None
 
 
 def _check_members(record: Mapping[str, Any]) -> None:

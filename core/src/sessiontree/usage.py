@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .model import ABSENT, Cost, Usage
+from .wire import COST_FIELDS, USAGE_FIELDS
 
 __all__ = ["add_usage", "empty_usage", "summable_usage"]
 
@@ -61,24 +62,6 @@ def add_usage(left: Usage, right: Usage) -> Usage:
     )
 
 
-_USAGE_MEMBERS = (
-    ("input", "input"),
-    ("output", "output"),
-    ("cacheRead", "cache_read"),
-    ("cacheWrite", "cache_write"),
-    ("cacheWrite1h", "cache_write_1h"),
-    ("reasoning", "reasoning"),
-    ("totalTokens", "total_tokens"),
-)
-_COST_MEMBERS = (
-    ("input", "input"),
-    ("output", "output"),
-    ("cacheRead", "cache_read"),
-    ("cacheWrite", "cache_write"),
-    ("total", "total"),
-)
-
-
 def summable_usage(usage: object) -> Usage:
     """What pi's ``addUsage`` reads from a usage row's ``usage``, as a :class:`Usage` (a member it does
     not find is ABSENT, which sums to NaN as JS ``undefined`` does).
@@ -96,8 +79,8 @@ def summable_usage(usage: object) -> Usage:
         raise TypeError(f"Cannot read properties of {_js_nullish(cost)} (reading 'input')")
     cost_members = cost if isinstance(cost, dict) else {}
     return Usage(
-        **{attr: members.get(wire, ABSENT) for wire, attr in _USAGE_MEMBERS},
-        cost=Cost(**{attr: cost_members.get(wire, ABSENT) for wire, attr in _COST_MEMBERS}),
+        **{attr: members.get(wire, ABSENT) for wire, attr in USAGE_FIELDS if wire != "cost"},
+        cost=Cost(**{attr: cost_members.get(wire, ABSENT) for wire, attr in COST_FIELDS}),
     )
 
 

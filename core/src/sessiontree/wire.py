@@ -182,6 +182,8 @@ _COST_FIELDS = (
     ("total", "total"),
 )
 _COST_KNOWN = frozenset(wire for wire, _ in _COST_FIELDS)
+COST_FIELDS = _COST_FIELDS
+"""``(wire name, attribute)`` of every :class:`~sessiontree.model.Cost` member."""
 _USAGE_FIELDS = (
     ("input", "input"),
     ("output", "output"),
@@ -192,6 +194,8 @@ _USAGE_FIELDS = (
     ("totalTokens", "total_tokens"),
     ("cost", "cost"),
 )
+USAGE_FIELDS = _USAGE_FIELDS
+"""``(wire name, attribute)`` of every :class:`~sessiontree.model.Usage` member."""
 _USAGE_REQUIRED = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
 _USAGE_KNOWN = frozenset(wire for wire, _ in _USAGE_FIELDS)
 
