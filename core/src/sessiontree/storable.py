@@ -65,8 +65,7 @@ def _record_of(write: Write) -> tuple[bool, Any] | None:
         entry = write.entry  # type: ignore[union-attr]
         if type(entry) not in _ENTRY_TYPES:
             return None  # storage validation refuses it
-        if type(entry.id) is not str:
-            raise StorageContentError("id", f"is {_kind_of(entry.id)}; an entry id is a string")
+        _require_string_id(entry.id, "an entry")
         if entry.parent_id is not None and type(entry.parent_id) is not str:
             raise StorageContentError(
                 "parentId", f"is {_kind_of(entry.parent_id)}; a parent id is a string or null"
@@ -76,8 +75,7 @@ def _record_of(write: Write) -> tuple[bool, Any] | None:
         row = write.row  # type: ignore[union-attr]
         if type(row) is not UsageRow:
             return None  # storage validation refuses it
-        if type(row.id) is not str:
-            raise StorageContentError("id", f"is {_kind_of(row.id)}; a usage row id is a string")
+        _require_string_id(row.id, "a usage row")
         return False, usage_row_to_wire(row)
     return None
 
@@ -86,6 +84,11 @@ def _check_members(record: Mapping[str, Any]) -> None:
     for key, member in record.items():
         # Usage numbers are sums pi computes with JS arithmetic: NaN is what pi writes as null there.
         check_storable(member, key, allow_nonfinite=key == "usage")
+
+
+def _require_string_id(value: object, owner: str) -> None:
+    if type(value) is not str:
+        raise StorageContentError("id", f"is {_kind_of(value)}; {owner} id is a string")
 
 
 def _kind_of(value: object) -> str:
