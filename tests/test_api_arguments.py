@@ -6,13 +6,14 @@ path, and in both cases nothing is written (the file's bytes and the session's e
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from sessiontree import values
-from sessiontree.errors import InvalidArgumentError, StorageContentError
+from sessiontree.errors import InvalidArgumentError, StorageContentError, StorageValidationError
 from sessiontree.model import MessageEntry, UsageRow
 from sessiontree.session import CustomEntryAppend, MessageAppend
 from sessiontree.usage import empty_usage
@@ -78,7 +79,6 @@ BAD_ARGUMENTS: dict[str, tuple[Callable[[Any], object], str]] = {
     "label target None": (lambda s: s.set_label(None, "x"), "target_id must be a str"),
     "label a number": (lambda s: s.set_label(tip(s), 4), "label must be a str or None"),
     "entry id unhashable": (lambda s: s.get_entry(["x"]), "each of ids must be a str"),
-    "branch start a dict": (lambda s: s.scan_branch({"id": 1}), "start must be a str"),
     "read address a string": (lambda s: s.get_value("pi.branch.tip"), "address must be an Address"),
 }
 
@@ -161,6 +161,13 @@ def test_create_checks_its_arguments_before_creating_anything(
     with pytest.raises(error, match=message):
         repo.create(**arguments)
     assert repo.list() == []
+
+
+def test_a_branch_start_that_is_not_an_entry_id_is_refused_as_pi_refuses_it(session: Any) -> None:
+    # Not a TypeError: a branch tip read from a file pi opens may hold any JSON, and pi says this.
+    for start, shown in (({"id": 1}, "[object Object]"), (["a", ["b"]], "a,b"), (5, "5")):
+        with pytest.raises(StorageValidationError, match=re.escape(f"Unknown branch start: {shown}")):
+            session.scan_branch(start)
 
 
 def test_branch_appends_take_only_branch_append_objects(session: Any) -> None:

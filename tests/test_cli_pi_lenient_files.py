@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sessiontree import jsjson
+from sessiontree import jsjson, values
 from sessiontree.deepjson import MAX_DEPTH
 from sessiontree_conformance.golden import pi_oracle
 
@@ -151,6 +151,41 @@ def test_a_branch_pi_cannot_read_fails_the_dump_with_pis_message(name: str, tmp_
         assert pi.returncode == 1 and json.loads(pi.stdout) == {"error": message}
     check = sessiontree("check", path.name, cwd=tmp_path)
     assert check.returncode in (0, 1) and b"Traceback" not in check.stderr + check.stdout
+    from sessiontree.errors import StorageValidationError
+    from sessiontree_jsonl import JsonlSessionRepo
+
+    repo = JsonlSessionRepo(str(tmp_path))
+    session = repo.open_file(str(path))
+    try:
+        branch_name = next(v.address.key for v in session.scan_values(values.branch_tip_inventory_prefix())
+                           if v.address.key != "main")
+        branch = session.branch(branch_name)
+        with pytest.raises(StorageValidationError) as caught:
+            branch.find_entries()
+        assert str(caught.value) == message
+        assert [e.id for e in session.branch("main").find_entries()] == ["e1"]
+    finally:
+        session.close()
+        repo.close()
+
+
+def test_a_file_nested_deeper_than_sessiontree_reads_fails_clearly_where_pi_opens_it(tmp_path: Path) -> None:
+    levels = MAX_DEPTH + 1
+    path = write_case(
+        tmp_path, [MAIN, '{"kind":"value","op":"set","seq":4,"namespace":"app","value":' + "[" * levels + "]" * levels + "}"]
+    )
+    dumped = sessiontree("dump", path.name, cwd=tmp_path)
+    assert dumped.returncode == 1 and dumped.stdout == b""
+    stderr = dumped.stderr.decode()
+    assert stderr.startswith(f"sessiontree dump: error: Invalid JSONL storage {path.name}: line 3: a value nests deeper ")
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    checked = sessiontree("check", path.name, "--json", cwd=tmp_path)
+    assert checked.returncode == 1 and b"Traceback" not in checked.stderr
+    (finding,) = json.loads(checked.stdout)["findings"]
+    assert (finding["kind"], finding["line"]) == ("corrupt", 3) and "deeper than" in finding["message"]
+    if ORACLE.is_file():  # pi itself opens it (JSON.parse has no depth limit)
+        pi = subprocess.run([str(ORACLE), "expect-error", path.name], cwd=tmp_path, capture_output=True, timeout=300)
+        assert json.loads(pi.stdout) == {"ok": True}
 
 
 @pytest.mark.parametrize("name", ["list append without key", "usage cost missing a member"])

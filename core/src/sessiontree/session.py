@@ -173,7 +173,6 @@ class _StorageReads:
     ) -> list[Entry]:
         """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
         self._guard()
-        require_str(start, "start")
         query = BranchScan(
             start=start,
             stop_at_type=stop_at_type,
