@@ -25,9 +25,15 @@ __all__ = ["MAX_DEPTH", "check_storable", "loads", "nesting_depth", "top_level_s
 
 MAX_DEPTH = 4200
 """The deepest nesting of arrays/objects one stored value may have (the value's own outermost array or
-object is level 1). pi 0.87.1 writes values up to about 4,100 levels deep and cannot write deeper ones
-(``JSON.stringify`` throws ``RangeError``), so every file pi writes stays within it. A JSONL line may
-nest one level deeper per wrapper: the record object, and the array of a multi-write line."""
+object is level 1). A JSONL line may nest one level deeper per wrapper: the record object, and the array
+of a multi-write line.
+
+pi's limits, found by bisection with the oracle's node (v22, default stack): pi 0.87.1 appends a message
+whose ``content`` nests 4,105 levels (the message 4,106, its line 4,108) and sets a value nesting 4,107
+levels (its line 4,108); one level more and ``JSON.stringify`` throws ``RangeError: Maximum call stack
+size exceeded``, so nothing is written. ``JSON.parse`` is iterative: pi opens files nested 2,000,000
+levels deep. The oracle's ``dump`` (``JSON.stringify(x, null, 2)`` of the whole dump) fails from 4,104
+levels of message content. So every file pi writes stays within :data:`MAX_DEPTH`."""
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
