@@ -371,13 +371,15 @@ MAX_TEXT_DEPTH = deepjson.MAX_DEPTH + 2
 """The nesting :func:`loads` reads by default: a stored value plus the two wrappers of a JSONL line."""
 
 
-def loads(text: str | bytes | bytearray | memoryview, *, max_depth: int = MAX_TEXT_DEPTH) -> JsonValue:
+def loads(
+    text: str | bytes | bytearray | memoryview, *, max_depth: int | None = MAX_TEXT_DEPTH
+) -> JsonValue:
     """``JSON.parse(text)``: ints stay ``int`` while ``|n| <= 2**53`` (beyond, the double JS holds),
     floats are floats (``1e400`` → ``inf``), lone-surrogate escapes are accepted, a duplicate key keeps
     the first key's position with the last value. Bytes are read as UTF-8, invalid sequences replaced
     (as pi's file reads do). Raises :class:`JSONDecodeError`, also for text nested deeper than
-    ``max_depth`` arrays/objects (at least 1,024; the default is :data:`MAX_TEXT_DEPTH`). Any depth
-    up to the limit is read whatever the caller's stack depth.
+    ``max_depth`` arrays/objects (at least 1,024; the default is :data:`MAX_TEXT_DEPTH`, ``None`` reads
+    any depth). Any depth up to the limit is read whatever the caller's stack depth.
     """
     try:
         value = orjson.loads(text)
@@ -390,7 +392,7 @@ def loads(text: str | bytes | bytearray | memoryview, *, max_depth: int = MAX_TE
 
 
 def _slow_loads(
-    text: str | bytes | bytearray | memoryview, fast_error: Exception, max_depth: int
+    text: str | bytes | bytearray | memoryview, fast_error: Exception, max_depth: int | None
 ) -> JsonValue:
     # orjson refuses lone-surrogate escapes, invalid UTF-8, numbers that overflow a double and more
     # than 1,024 levels of nesting, all of which JSON.parse accepts; everything else it refuses is not

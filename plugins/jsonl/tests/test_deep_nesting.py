@@ -145,6 +145,22 @@ def test_compaction_keeps_content_at_the_maximum_depth(tmp_path: Path) -> None:
         repo.close()
 
 
+def test_a_verified_copy_keeps_content_at_the_maximum_depth(tmp_path: Path) -> None:
+    from sessiontree.commands.transfer import ReplayClock, copy_sessions
+
+    write_deep_session(tmp_path / "src", MAX_DEPTH)
+    clock = ReplayClock()
+    with JsonlSessionRepo(str(tmp_path / "src")) as origin, MemorySessionRepo(now=clock) as memory:
+        (outcome,) = copy_sessions(origin, memory, verify=True, clock=clock)
+        assert (outcome.status, outcome.message) == ("copied", "verified")
+        session = memory.open(memory.list()[0])
+        try:
+            stored = session.get_value(values.value("app.deep"))
+            assert stored is not None and text(stored.value) == text(nested(MAX_DEPTH))
+        finally:
+            session.close()
+
+
 @pytest.fixture(params=["jsonl", "memory"])
 def fresh_session(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     repo = JsonlSessionRepo(str(tmp_path)) if request.param == "jsonl" else MemorySessionRepo()

@@ -37,6 +37,7 @@ import attrs
 
 from .. import jsjson
 from ..contracts import Session, SessionMutation, SessionRepo, Storage
+from ..deepjson import equal
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
 from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
@@ -437,7 +438,7 @@ def _dump(session: Session, inventory: DumpInventory) -> dict[str, JsonValue]:
 
 def _as_json(data: Any) -> Any:
     # What a file holds: NaN and infinities (v3 usage sums) become null, -0 becomes 0.
-    return jsjson.loads(jsjson.dumps(data))
+    return jsjson.loads(jsjson.dumps(data), max_depth=None)
 
 
 def _union(*inventories: DumpInventory) -> DumpInventory:
@@ -466,7 +467,7 @@ def compare_sessions(source: Session, snapshot: SessionSnapshot, destination: Se
     if found["stats"] == _null_as_zero(expected["stats"]):
         expected["stats"] = found["stats"]
     for key in _COMPARED:
-        if expected[key] != found[key]:
+        if not equal(expected[key], found[key]):
             return f"{key} differ" + _first_difference(expected[key], found[key])
     return None
 
@@ -484,11 +485,11 @@ def _first_difference(expected: Any, found: Any) -> str:
         if len(expected) != len(found):
             return f" ({len(found)} instead of {len(expected)})"
         for index, (a, b) in enumerate(zip(expected, found, strict=True)):
-            if a != b:
+            if not equal(a, b):
                 return f" (first at index {index})"
     if isinstance(expected, dict) and isinstance(found, dict):
         for key in sorted(set(expected) | set(found)):
-            if expected.get(key, ABSENT) != found.get(key, ABSENT):
+            if not equal(expected.get(key, ABSENT), found.get(key, ABSENT)):
                 return f" (first at {key!r})"
     return ""
 
