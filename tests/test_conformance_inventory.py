@@ -198,5 +198,5 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     extras = [item for item in collected["TestStorage"] if item.originalname not in pi_tests]
     extra_names = _names(extras)
     assert {_defining_class(item) for item in extras} == {StorageExtraSuite, StorageStateMachineSuite}
-    assert len(extra_names) == 10, f"storage extras changed: {sorted(extra_names)}"
+    assert len(extra_names) == 11, f"storage extras changed: {sorted(extra_names)}"
     assert "test_random_operations_match_the_memory_oracle" in extra_names

@@ -153,12 +153,3 @@ def test_check_storable_accepts_json_values_absent_and_the_maximum_depth_at_a_de
     at_stack_depth(DEEP_STACK, lambda: deepjson.check_storable(nested(deepjson.MAX_DEPTH), "value"))
     deepjson.check_storable({"total": math.nan}, "usage", allow_nonfinite=True)
 
-
-def test_equal_compares_json_values_of_any_depth_as_python_does() -> None:
-    assert deepjson.equal(nested(5000), nested(5000))
-    assert not deepjson.equal(nested(5000), nested(4999))
-    assert deepjson.equal({"a": 1, "b": [1.0, None]}, {"b": [1, None], "a": 1})
-    assert not deepjson.equal({"a": 1}, {"a": 1, "b": 2})
-    assert not deepjson.equal([{"a": 1}], [{"a": 2}])
-    assert not deepjson.equal([1], {"0": 1}) and not deepjson.equal([[]], [{}])
-    assert not deepjson.equal([ABSENT], [None])

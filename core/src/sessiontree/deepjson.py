@@ -21,7 +21,7 @@ from typing import Any
 from .errors import StorageContentError
 from .model import ABSENT
 
-__all__ = ["MAX_DEPTH", "check_storable", "equal", "loads", "nesting_depth", "top_level_spans"]
+__all__ = ["MAX_DEPTH", "check_storable", "loads", "nesting_depth", "top_level_spans"]
 
 MAX_DEPTH = 4200
 """The deepest nesting of arrays/objects one stored value may have (the value's own outermost array or
@@ -176,26 +176,6 @@ def top_level_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int
                 spans.append((start, last_end - start))
             break
     return spans
-
-
-def equal(left: Any, right: Any) -> bool:
-    """``left == right`` for JSON values of any depth (Python's ``==`` recurses on the caller's stack)."""
-    pending = [(left, right)]
-    while pending:
-        a, b = pending.pop()
-        if isinstance(a, dict) and isinstance(b, dict):
-            if a.keys() != b.keys():
-                return False
-            pending.extend((item, b[key]) for key, item in a.items())
-        elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            if type(a) is not type(b) or len(a) != len(b):
-                return False
-            pending.extend(zip(a, b))
-        elif isinstance(a, (dict, list, tuple)) or isinstance(b, (dict, list, tuple)):
-            return False
-        elif a != b:
-            return False
-    return True
 
 
 # --- what may be stored ---------------------------------------------------------------------------

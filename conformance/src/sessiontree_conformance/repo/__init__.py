@@ -2,7 +2,8 @@
 
 * :class:`SessionRepoSuite`: pi's default 17 cases (``createSessionRepoConformance``);
 * :class:`RepoStreamingForkSuite`: pi's 15 streaming-fork cases, kept apart as pi does;
-* :class:`RepoExtraSuite`: cases pi lacks; :class:`SessionRepoExtrasSuite` = the 17 plus the extras.
+* :class:`RepoExtraSuite`: cases pi lacks; :class:`SessionRepoExtrasSuite` = the 17 plus the extras;
+* :class:`RepoRuntimeSuite`: a runtime's path (open by id, model context, lane configuration), sessiontree's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
 from .messages import RepoMessagesSuite
 from .ownership import RepoOwnershipSuite
+from .runtime import RepoRuntimeSuite
 from .streaming_fork import RepoStreamingForkSuite
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "RepoLifecycleSuite",
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
+    "RepoRuntimeSuite",
     "RepoStreamingForkSuite",
     "RepoSuiteBase",
     "SessionRepoExtrasSuite",
@@ -60,5 +63,6 @@ class SessionRepoSuite(
     """Exactly pi's default 17 SessionRepo cases (``createSessionRepoConformance``)."""
 
 
-class SessionRepoExtrasSuite(SessionRepoSuite, RepoExtraSuite):
-    """pi's 17 default cases plus :class:`RepoExtraSuite` (counted separately from pi's)."""
+class SessionRepoExtrasSuite(SessionRepoSuite, RepoExtraSuite, RepoRuntimeSuite):
+    """pi's 17 default cases plus :class:`RepoExtraSuite` and :class:`RepoRuntimeSuite` (counted
+    separately from pi's)."""

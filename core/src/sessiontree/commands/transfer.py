@@ -37,9 +37,9 @@ import attrs
 
 from .. import jsjson
 from ..contracts import Session, SessionMutation, SessionRepo, Storage
-from ..deepjson import equal
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
+from ..expectations import json_equal
 from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
 from ..queries import EntryScan, ListReadOptions
 from ..values import list_, value
@@ -467,7 +467,7 @@ def compare_sessions(source: Session, snapshot: SessionSnapshot, destination: Se
     if found["stats"] == _null_as_zero(expected["stats"]):
         expected["stats"] = found["stats"]
     for key in _COMPARED:
-        if not equal(expected[key], found[key]):
+        if not json_equal(expected[key], found[key]):
             return f"{key} differ" + _first_difference(expected[key], found[key])
     return None
 
@@ -485,11 +485,11 @@ def _first_difference(expected: Any, found: Any) -> str:
         if len(expected) != len(found):
             return f" ({len(found)} instead of {len(expected)})"
         for index, (a, b) in enumerate(zip(expected, found, strict=True)):
-            if not equal(a, b):
+            if not json_equal(a, b):
                 return f" (first at index {index})"
     if isinstance(expected, dict) and isinstance(found, dict):
         for key in sorted(set(expected) | set(found)):
-            if not equal(expected.get(key, ABSENT), found.get(key, ABSENT)):
+            if not json_equal(expected.get(key, ABSENT), found.get(key, ABSENT)):
                 return f" (first at {key!r})"
     return ""
 
