@@ -16,7 +16,7 @@ from sessiontree.engine import (
     _stamp_entry,
     _with_seq,
 )
-from sessiontree.errors import StorageValidationError
+from sessiontree.errors import StorageContentError, StorageValidationError
 from sessiontree.jsjson import MAX_SAFE_INTEGER
 from sessiontree.model import Address, CommitResult, MessageEntry, SessionStats, StoredValue, UsageRow
 from sessiontree.usage import empty_usage
@@ -92,7 +92,8 @@ def test_an_append_pair_fails_or_passes_as_the_per_write_path_does(name: str) ->
     state = seeded()
     expected = general_error(state, writes)
     if expected is not None and expected.startswith("TypeError"):
-        with pytest.raises(TypeError):
+        # Refused before either path runs: not an entry at all, or an id that is not a string.
+        with pytest.raises((TypeError, StorageContentError)):
             state.prepare_commit(writes, 7)
     else:
         assert fast_error(state, writes) == expected

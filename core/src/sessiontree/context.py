@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 from .contracts import Branch, Session
-from .errors import SessionInvariantError
+from .errors import ContextBuildError, SessionInvariantError
 from .model import (
     ABSENT,
     BranchSummaryEntry,
@@ -59,7 +59,11 @@ def _js_truthy(value: object) -> bool:
 def _is_context_message(message: JsonValue, where: str) -> bool:
     """False for an assistant message that ended in error, was aborted or was deferred."""
     if message is None or message is ABSENT:
-        raise TypeError(f"Cannot build context: {where} has no message object")
+        nullish = "null" if message is None else "undefined"
+        raise ContextBuildError(
+            f"Cannot build context: {where} has no message object",
+            pi_message=f"Cannot read properties of {nullish} (reading 'role')",
+        )
     if not isinstance(message, Mapping):
         return True
     return message.get("role") != "assistant" or message.get("stopReason") not in _DROPPED_STOP_REASONS
@@ -86,7 +90,15 @@ def session_entry_to_context_messages(entry: Entry) -> list[JsonValue]:
         return [entry.message] if _is_context_message(entry.message, where) else []
     if isinstance(entry, CompactionEntry):
         if not isinstance(entry.retained_tail, list):
-            raise TypeError(f"Cannot build context: compaction entry {entry.id!r} has no retainedTail array")
+            tail = entry.retained_tail
+            raise ContextBuildError(
+                f"Cannot build context: compaction entry {entry.id!r} has no retainedTail array",
+                pi_message=(
+                    f"Cannot read properties of {'null' if tail is None else 'undefined'} (reading 'filter')"
+                    if tail is None or tail is ABSENT
+                    else "entry.retainedTail.filter is not a function"
+                ),
+            )
         summary = _present(
             [
                 ("role", "compactionSummary"),

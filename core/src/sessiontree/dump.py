@@ -27,7 +27,7 @@ import attrs
 from . import jsjson
 from .context import build_context_entries, build_session_context
 from .contracts import Storage
-from .errors import InvalidAddressError
+from .errors import ContextBuildError, InvalidAddressError
 from .model import ABSENT, JsonValue, UnknownEntry
 from .queries import BranchScan, EntryScan, ListReadOptions
 from .values import branch_tip_inventory_prefix, list_, value
@@ -75,7 +75,8 @@ class DumpInventory:
     """What a dump scans beyond the known namespaces: value namespaces and list addresses."""
 
     value_namespaces: frozenset[str] = frozenset()
-    list_addresses: frozenset[tuple[str, str]] = frozenset()
+    list_addresses: frozenset[tuple[str, Any]] = frozenset()
+    """``(namespace, key)``; the key is :data:`~sessiontree.model.ABSENT` for appends written without one."""
 
 
 def js_sorted(items: Iterable[str]) -> list[str]:
@@ -90,7 +91,7 @@ def jsonl_inventory(text: str) -> DumpInventory:
     blank or not JSON (a dump of a file pi cannot open never gets this far anyway).
     """
     namespaces: set[str] = set()
-    lists: set[tuple[str, str]] = set()
+    lists: set[tuple[str, Any]] = set()
     lines = text.split("\n")
     lines.pop()
     for line in lines[1:]:
@@ -108,8 +109,10 @@ def jsonl_inventory(text: str) -> DumpInventory:
                 continue
             if kind == "value":
                 namespaces.add(namespace)
-            elif kind == "list" and isinstance(write.get("key"), str):
-                lists.add((namespace, write["key"]))
+            elif kind == "list":
+                key = write.get("key", ABSENT)
+                if isinstance(key, str) or key is ABSENT:
+                    lists.add((namespace, key))
     return DumpInventory(value_namespaces=frozenset(namespaces), list_addresses=frozenset(lists))
 
 
@@ -145,6 +148,8 @@ def _context(path: list[Any]) -> JsonValue:
             return {"error": _UNKNOWN_TYPE_CONTEXT_ERROR}
     try:
         return build_session_context(path)
+    except ContextBuildError as error:
+        return {"error": error.pi_message}
     except (TypeError, ValueError) as error:
         return {"error": str(error)}
 
@@ -174,13 +179,15 @@ def dump_session(
             continue
         values.extend(stored_value_to_wire(stored) for stored in storage.scan_values(prefix))
     lists: list[JsonValue] = []
-    by_namespace: dict[str, set[str]] = {}
+    by_namespace: dict[str, set[Any]] = {}
     for namespace, key in inventory.list_addresses:
         by_namespace.setdefault(namespace, set()).add(key)
     for namespace in js_sorted(by_namespace):
-        for key in js_sorted(by_namespace[namespace]):
+        keys = by_namespace[namespace]
+        # JS sorts undefined after every string; list(namespace, undefined) is list(namespace, "").
+        for key in [*js_sorted(k for k in keys if k is not ABSENT), *([ABSENT] if ABSENT in keys else [])]:
             try:
-                address = list_(namespace, key)
+                address = list_(namespace, "" if key is ABSENT else key)
             except InvalidAddressError:
                 continue
             elements = [list_element_to_wire(e) for e in storage.read_list(address, _LIST_READ)]
@@ -218,16 +225,37 @@ def normalize_dump(dump: Mapping[str, JsonValue], reference_text: str) -> dict[s
         if isinstance(record_id, str) and _UUIDV7.fullmatch(record_id) and record_id not in reference_text:
             mapping[record_id] = f"#{jsjson.format_number(record['seq'])}"
 
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            return mapping.get(item, item)
-        if isinstance(item, list):
-            return [walk(element) for element in item]
-        if isinstance(item, dict):
-            return {mapping.get(key, key): walk(element) for key, element in item.items()}
-        return item
+    return _map_strings(dict(dump), lambda text: mapping.get(text, text))  # type: ignore[no-any-return]
 
-    return walk(dict(dump))  # type: ignore[no-any-return]
+
+def _map_strings(item: Any, replace: Any) -> Any:
+    """A copy of ``item`` with every string (values and object keys) passed through ``replace``;
+    iterative, so any nesting depth is copied."""
+    if isinstance(item, str):
+        return replace(item)
+    if not isinstance(item, (list, dict)):
+        return item
+    root: list[Any] = [None]
+    # Each pending job: (source item, target container, slot in the target).
+    pending: list[tuple[Any, Any, Any]] = [(item, root, 0)]
+    while pending:
+        source, target, slot = pending.pop()
+        if isinstance(source, str):
+            target[slot] = replace(source)
+        elif isinstance(source, list):
+            copy: list[Any] = [None] * len(source)
+            target[slot] = copy
+            pending.extend((element, copy, index) for index, element in enumerate(source))
+        elif isinstance(source, dict):
+            copied: dict[str, Any] = {}
+            keys = [replace(key) for key in source]
+            for key in keys:
+                copied[key] = None
+            target[slot] = copied
+            pending.extend((element, copied, key) for key, element in zip(keys, source.values()))
+        else:
+            target[slot] = source
+    return root[0]
 
 
 def format_dump(dump: JsonValue) -> str:
@@ -238,36 +266,52 @@ def format_dump(dump: JsonValue) -> str:
     return "".join(out)
 
 
+def _members(item: dict[str, Any]) -> list[tuple[str, Any]]:
+    """An object's members as ``JSON.stringify`` orders them (array-index keys first), undefined dropped."""
+    members = [(k, v) for k, v in item.items() if v is not ABSENT]
+    indices = sorted((k for k, _ in members if jsjson.is_array_index(k)), key=int)
+    if indices:
+        index_set = set(indices)
+        members = [(k, item[k]) for k in indices] + [(k, v) for k, v in members if k not in index_set]
+    return members
+
+
 def _pretty(item: Any, indent: str, out: list[str]) -> None:
-    if isinstance(item, dict):
-        members = [(k, v) for k, v in item.items() if v is not ABSENT]
-        if not members:
-            out.append("{}")
-            return
-        indices = sorted((k for k, _ in members if jsjson.is_array_index(k)), key=int)
-        if indices:
-            index_set = set(indices)
-            members = [(k, item[k]) for k in indices] + [(k, v) for k, v in members if k not in index_set]
-        inner = indent + "  "
-        out.append("{\n")
-        for i, (key, element) in enumerate(members):
-            out.append(inner + jsjson.dumps(key) + ": ")
-            _pretty(element, inner, out)
-            out.append(",\n" if i < len(members) - 1 else "\n")
-        out.append(indent + "}")
-    elif isinstance(item, (list, tuple)):
-        if not item:
-            out.append("[]")
-            return
-        inner = indent + "  "
-        out.append("[\n")
-        for i, element in enumerate(item):
-            out.append(inner)
-            if element is ABSENT:
-                out.append("null")
+    # An explicit stack of open containers, so any depth prints: [children, indent, is a dict, first].
+    stack: list[list[Any]] = []
+    while True:
+        if isinstance(item, dict) and (members := _members(item)):
+            out.append("{\n")
+            stack.append([iter(members), indent, True, True])
+        elif isinstance(item, (list, tuple)) and item:
+            out.append("[\n")
+            stack.append([iter(item), indent, False, True])
+        elif isinstance(item, (dict, list, tuple)):
+            out.append("{}" if isinstance(item, dict) else "[]")
+        else:
+            out.append("null" if item is ABSENT else jsjson.dumps(item))
+        # Close the containers that are done; stop at the next member to write.
+        while stack:
+            frame = stack[-1]
+            child = next(frame[0], _DONE)
+            if child is _DONE:
+                stack.pop()
+                out.append("\n" + frame[1] + ("}" if frame[2] else "]"))
+                continue
+            if frame[3]:
+                frame[3] = False
             else:
-                _pretty(element, inner, out)
-            out.append(",\n" if i < len(item) - 1 else "\n")
-        out.append(indent + "]")
-    else:
-        out.append(jsjson.dumps(item))
+                out.append(",\n")
+            indent = frame[1] + "  "
+            if frame[2]:
+                key, item = child
+                out.append(indent + jsjson.dumps(key) + ": ")
+            else:
+                item = child
+                out.append(indent)
+            break
+        else:
+            return
+
+
+_DONE = object()

@@ -46,7 +46,8 @@ from .model import (
     UsageRow,
 )
 from .queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
-from .usage import add_usage, empty_usage
+from .storable import check_new_writes
+from .usage import add_usage, empty_usage, summable_usage
 from .values import check_address_parts
 from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
@@ -322,7 +323,9 @@ class SessionState:
     # --- commits -------------------------------------------------------------------------------
 
     def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
-        """Assign seqs from ``next_seq`` and the one timestamp, then validate. Mutates nothing."""
+        """Check that ``writes`` can be stored, assign seqs from ``next_seq`` and the one timestamp, then
+        validate. Mutates nothing."""
+        check_new_writes(writes)
         first = self.next_seq
         if _is_entry_then_value(writes):
             return self._prepare_entry_then_value(writes, first, timestamp)
@@ -432,11 +435,14 @@ class SessionState:
                 row = write.row
                 if row.id in nodes or row.id in usage or row.id in seen:
                     raise StorageValidationError(f"Duplicate entry or usage id: {js_string(row.id)}")
-                if not isinstance(row.usage, Usage):
-                    raise StorageValidationError("Cannot read properties of undefined (reading 'input')")
+                try:
+                    summable_usage(row.usage)
+                except TypeError as error:
+                    raise StorageValidationError(str(error)) from None
                 seen.add(row.id)
             elif isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-                check_address_parts(write.namespace, write.key)
+                # pi builds the address with ``value(namespace, key)``, whose default makes a missing key "".
+                check_address_parts(write.namespace, "" if write.key is ABSENT else write.key)
             else:
                 raise StorageValidationError(f"Unsupported write: {write!r}")
 
@@ -553,30 +559,36 @@ class SessionState:
             row = write.row
             self._usage[row.id] = row
             self._usage_list.append(row)
-            self._usage_total = add_usage(self._usage_total, row.usage)
+            self._usage_total = add_usage(self._usage_total, summable_usage(row.usage))
             self._stats = None
         elif isinstance(write, ValueSet):
             self._set_value(write)
         elif isinstance(write, ValueDelete):
             namespace = self._values.get(write.namespace)
-            if namespace is not None and namespace.pop(write.key, None) is not None and not namespace:
+            if namespace is not None and namespace.pop(_slot(write.key), None) is not None and not namespace:
                 del self._values[write.namespace]
         elif isinstance(write, ListAppend):
-            self._lists.setdefault((write.namespace, write.key), []).append(
+            self._lists.setdefault((write.namespace, _slot(write.key)), []).append(
                 ListElement(seq=write.seq, value=write.value)  # type: ignore[arg-type]
             )
         elif isinstance(write, ListDelete):
-            self._lists.pop((write.namespace, write.key), None)
+            self._lists.pop((write.namespace, _slot(write.key)), None)
 
     def _set_value(self, write: ValueSet) -> None:
         namespace, key = write.namespace, write.key
         values = self._values.get(namespace)
         if values is None:
             values = self._values[namespace] = {}
-        previous = values.get(key)
+        slot = key
+        if key is ABSENT:
+            slot, key = _slot(key), ""
+        previous = values.get(slot)
         # The address of the value it replaces is equal (same namespace, key and kind): share it.
-        address = Address(namespace, key, "value") if previous is None else previous.address
-        values[key] = _stored_value(address, write.value, write.seq)
+        if previous is None or previous.address.key != key:
+            address = Address(namespace, key, "value")
+        else:
+            address = previous.address
+        values[slot] = _stored_value(address, write.value, write.seq)
 
     def advance_next_seq(self, high_water_mark: int) -> None:
         """Raise ``next_seq`` to at least ``high_water_mark`` (a JSONL header's ``nextSeq``)."""
@@ -620,6 +632,10 @@ class SessionState:
         if not namespace:
             return []
         key_prefix = prefix.key
+        if _ABSENT_KEY_SLOT in namespace:
+            # A value written without a key sits in its own slot but is listed under key "" (as in pi).
+            found = [stored for stored in namespace.values() if stored.address.key.startswith(key_prefix)]
+            return sorted(found, key=_stored_key)
         keys = sorted(k for k in namespace if k.startswith(key_prefix))
         return [namespace[k] for k in keys]
 
@@ -650,7 +666,8 @@ class SessionState:
         return [node.structure() for node in self._scan_branch_nodes(query)]
 
     def _branch_start(self, query: BranchScan) -> EntryNode:
-        start = self._nodes.get(query.start)
+        # A start that is not a string (a branch tip value pi accepted, e.g. an object) finds nothing.
+        start = self._nodes.get(query.start) if type(query.start) is str else None
         if start is None:
             raise StorageValidationError(f"Unknown branch start: {js_string(query.start)}")
         return start
@@ -953,6 +970,19 @@ def _is_plain_walk(query: BranchScan) -> bool:
         and query.custom_type is None
         and query.cursor is None
     )
+
+
+_ABSENT_KEY_SLOT = "undefined"
+
+
+def _slot(key: object) -> Any:
+    """Where a value or list write's key stores it: pi keys its maps by ``${namespace}\0${key}``, so
+    a write without a key lands in the slot of the key "undefined"."""
+    return _ABSENT_KEY_SLOT if key is ABSENT else key
+
+
+def _stored_key(stored: StoredValue) -> str:
+    return stored.address.key
 
 
 def _element_seq(element: ListElement) -> int:

@@ -15,7 +15,9 @@ __all__ = [
     "BackendConflictError",
     "BackendNotFoundError",
     "CommitDiscarded",
+    "ContextBuildError",
     "InvalidAddressError",
+    "InvalidArgumentError",
     "InvalidQueryError",
     "InvalidURLError",
     "PluginError",
@@ -35,6 +37,7 @@ __all__ = [
     "SessionUnknownTargetError",
     "StorageClosedError",
     "StorageConflictError",
+    "StorageContentError",
     "StorageError",
     "StorageFormatError",
     "StorageIOError",
@@ -105,6 +108,17 @@ class SessionMutationError(SessionError):
     """A mutation capability was misused (second commit, use after ``end``)."""
 
 
+class ContextBuildError(SessionError, TypeError):
+    """A path holds an entry pi's context builder throws on (a message entry without a message, ...).
+
+    ``pi_message`` is the text pi's builder throws there (V8's ``TypeError`` wording).
+    """
+
+    def __init__(self, message: str, *, pi_message: str) -> None:
+        self.pi_message = pi_message
+        super().__init__(message)
+
+
 class CommitDiscarded(SessionTreeError):  # noqa: N818 - pi's name
     """A parked commit of a gating storage was discarded."""
 
@@ -127,6 +141,10 @@ class SessionOpenError(SessionTreeError):
     """The session is already open (``Session is already open: <id>``) or open during delete."""
 
 
+class InvalidArgumentError(SessionTreeError, ValueError):
+    """A public API argument has the right type but a value the library cannot use; names the argument."""
+
+
 class ForkError(SessionTreeError, ValueError):
     """A fork request cannot be satisfied (unknown branch, entry not on branch, unconfigured lane...)."""
 
@@ -147,6 +165,18 @@ class StorageValidationError(StorageError, ValueError):
 
     Nothing of the commit was applied.
     """
+
+
+class StorageContentError(StorageValidationError):
+    """A write holds content that has no faithful JSON text (see :func:`sessiontree.deepjson.check_storable`).
+
+    ``field`` is the path of the offending part, e.g. ``message.content[2].input``. Nothing was written.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"Cannot store {field}: it {reason}")
 
 
 class InvalidAddressError(StorageValidationError, TypeError):

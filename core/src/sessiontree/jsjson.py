@@ -19,14 +19,25 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
+from . import deepjson
 from .model import ABSENT, JsonValue
 
-__all__ = ["JSONDecodeError", "dumpb", "dumpb_many", "dumps", "format_number", "is_array_index", "loads"]
+__all__ = [
+    "MAX_TEXT_DEPTH",
+    "JSONDecodeError",
+    "JSONDepthError",
+    "dumpb",
+    "dumpb_many",
+    "dumps",
+    "format_number",
+    "is_array_index",
+    "loads",
+]
 
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2
@@ -131,7 +142,8 @@ def _fix_surrogates(text: str) -> str:
 # --- encoder -----------------------------------------------------------------------------------
 
 
-def _encode(value: Any, out: list[str]) -> None:
+def _encode_scalar(value: Any, out: list[str]) -> bool:
+    """Append ``value`` when it is not an array or object; False when it is one."""
     t = type(value)
     if t is str:
         out.append(_encode_basestring(value))
@@ -143,34 +155,8 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append("false")
     elif t is int or t is float:
         out.append(_number_json(value))
-    elif isinstance(value, dict):
-        out.append("{")
-        first = True
-        for key, item in _ordered_items(value):
-            if item is ABSENT:
-                continue
-            if type(key) is not str:
-                if not isinstance(key, str):
-                    raise TypeError(f"JSON object keys must be strings, not {type(key).__name__}")
-                key = str.__str__(key)
-            if first:
-                first = False
-            else:
-                out.append(",")
-            out.append(_encode_basestring(key))
-            out.append(":")
-            _encode(item, out)
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            if item is ABSENT:
-                out.append("null")
-            else:
-                _encode(item, out)
-        out.append("]")
+    elif isinstance(value, (dict, list, tuple)):
+        return False
     elif isinstance(value, str):
         out.append(_encode_basestring(str.__str__(value)))
     elif isinstance(value, bool):
@@ -179,6 +165,66 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append(_number_json(int(value) if isinstance(value, int) else float(value)))
     else:
         raise TypeError(f"Object of type {type(value).__name__} is not a JSON value")
+    return True
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    # Iterative (an explicit stack of open containers), so any depth encodes at any caller depth.
+    # A frame is [children iterator, is a dict, no member written yet, id]; ids of the open containers
+    # are kept to refuse a container that contains itself, as JSON.stringify does.
+    if _encode_scalar(value, out):
+        return
+    stack: list[list[Any]] = []
+    open_ids: set[int] = set()
+    while True:
+        # ``value`` is a container to open.
+        if id(value) in open_ids:
+            raise TypeError("Converting circular structure to JSON")
+        open_ids.add(id(value))
+        if isinstance(value, dict):
+            out.append("{")
+            stack.append([iter(_ordered_items(value)), True, True, id(value)])
+        else:
+            out.append("[")
+            stack.append([iter(value), False, True, id(value)])
+        # Write members until one is a container (then open it) or every container is closed.
+        while stack:
+            frame = stack[-1]
+            children, is_dict = frame[0], frame[1]
+            opened = False
+            for child in children:
+                if is_dict:
+                    key, item = child
+                    if item is ABSENT:
+                        continue
+                    if type(key) is not str:
+                        if not isinstance(key, str):
+                            raise TypeError(f"JSON object keys must be strings, not {type(key).__name__}")
+                        key = str.__str__(key)
+                    if not frame[2]:
+                        out.append(",")
+                    out.append(_encode_basestring(key))
+                    out.append(":")
+                else:
+                    item = child
+                    if not frame[2]:
+                        out.append(",")
+                    if item is ABSENT:
+                        frame[2] = False
+                        out.append("null")
+                        continue
+                frame[2] = False
+                if not _encode_scalar(item, out):
+                    value = item
+                    opened = True
+                    break
+            if opened:
+                break
+            out.append("}" if is_dict else "]")
+            open_ids.discard(frame[3])
+            stack.pop()
+        else:
+            return
 
 
 def _slow_dumps(value: Any) -> str:
@@ -278,6 +324,10 @@ class JSONDecodeError(ValueError):
     """The text is not JSON (what ``JSON.parse`` would reject). ``__cause__`` has the parser's detail."""
 
 
+class JSONDepthError(JSONDecodeError):
+    """The text is JSON, but nests deeper than the reader allows (``JSON.parse`` would read it)."""
+
+
 _SIXTEEN_DIGITS = b"d" * 16  # the shortest integer beyond 2**53 has 16 digits
 
 
@@ -298,51 +348,72 @@ _slow_decoder = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_co
 
 
 def _js_ints(value: Any) -> Any:
-    """Turn ints beyond 2^53 into the double JS holds, in place."""
-    t = type(value)
-    if t is int:
+    """Turn ints beyond 2^53 into the double JS holds, in place (iteratively: any depth)."""
+    if type(value) is int:
         return value if -_MAX_SAFE <= value <= _MAX_SAFE else float(value)
-    if t is dict:
-        for key, item in value.items():
-            if type(item) is int or type(item) is dict or type(item) is list:
-                value[key] = _js_ints(item)
-    elif t is list:
-        for i, item in enumerate(value):
-            if type(item) is int or type(item) is dict or type(item) is list:
-                value[i] = _js_ints(item)
+    if type(value) is not dict and type(value) is not list:
+        return value
+    pending = [value]
+    while pending:
+        container = pending.pop()
+        pairs = container.items() if type(container) is dict else enumerate(container)
+        for key, item in list(pairs):
+            t = type(item)
+            if t is int:
+                if not -_MAX_SAFE <= item <= _MAX_SAFE:
+                    container[key] = float(item)
+            elif t is dict or t is list:
+                pending.append(item)
     return value
 
 
-def loads(text: str | bytes | bytearray | memoryview) -> JsonValue:
+MAX_TEXT_DEPTH = deepjson.MAX_DEPTH + 2
+"""The nesting :func:`loads` reads by default: a stored value plus the two wrappers of a JSONL line."""
+
+
+def loads(
+    text: str | bytes | bytearray | memoryview, *, max_depth: int | None = MAX_TEXT_DEPTH
+) -> JsonValue:
     """``JSON.parse(text)``: ints stay ``int`` while ``|n| <= 2**53`` (beyond, the double JS holds),
     floats are floats (``1e400`` → ``inf``), lone-surrogate escapes are accepted, a duplicate key keeps
     the first key's position with the last value. Bytes are read as UTF-8, invalid sequences replaced
-    (as pi's file reads do). Raises :class:`JSONDecodeError`.
+    (as pi's file reads do). Raises :class:`JSONDecodeError`, also for text nested deeper than
+    ``max_depth`` arrays/objects (at least 1,024; the default is :data:`MAX_TEXT_DEPTH`, ``None`` reads
+    any depth). Any depth up to the limit is read whatever the caller's stack depth.
     """
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        return _slow_loads(text, error)
+        return _slow_loads(text, error, max_depth)
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     if _SIXTEEN_DIGITS not in data.translate(_DIGITS_AS_D):
         return value
     return _js_ints(value)
 
 
-def _slow_loads(text: str | bytes | bytearray | memoryview, fast_error: Exception) -> JsonValue:
-    # orjson refuses lone-surrogate escapes, invalid UTF-8 and numbers that overflow a double, all of
-    # which JSON.parse accepts; everything else it refuses is not JSON either.
+def _slow_loads(
+    text: str | bytes | bytearray | memoryview, fast_error: Exception, max_depth: int | None
+) -> JsonValue:
+    # orjson refuses lone-surrogate escapes, invalid UTF-8, numbers that overflow a double and more
+    # than 1,024 levels of nesting, all of which JSON.parse accepts; everything else it refuses is not
+    # JSON either. The json module recurses on the caller's stack, so deep text goes to the iterative
+    # parser (so does any text the json module runs out of stack on).
     if not isinstance(text, str):
         text = bytes(text).decode("utf-8", "replace")
     try:
-        return _slow_decoder.decode(text)
+        if "depth" in str(fast_error):
+            return deepjson.loads(text, parse_int=_parse_int, max_depth=max_depth)
+        try:
+            return _slow_decoder.decode(text)
+        except RecursionError:
+            return deepjson.loads(text, parse_int=_parse_int, max_depth=max_depth)
+    except deepjson.DepthError as error:
+        raise JSONDepthError(f"Invalid JSON: {error}") from error
     except ValueError as error:
         detail = str(error)
         if isinstance(error, json.JSONDecodeError):
             detail = f"{error.msg} at position {error.pos}"
         raise JSONDecodeError(f"Invalid JSON: {detail}") from error
-    except RecursionError as error:
-        raise JSONDecodeError("Invalid JSON: nested too deeply") from error
 
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -364,6 +435,12 @@ def safe_integer(value: object, minimum: int = -MAX_SAFE_INTEGER) -> int | None:
 
 def template_string(value: object) -> str:
     """How a JS template literal prints ``value`` (``${value}``), for pi-compatible messages."""
+    if isinstance(value, (list, tuple)):
+        return _join_array(value)
+    return _template_scalar(value)
+
+
+def _template_scalar(value: object) -> str:
     if value is ABSENT:
         return "undefined"
     if value is None:
@@ -376,6 +453,29 @@ def template_string(value: object) -> str:
         return value
     if isinstance(value, (int, float)):
         return format_number(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join("" if item is None or item is ABSENT else template_string(item) for item in value)
     return "[object Object]"
+
+
+def _join_array(array: list[Any] | tuple[Any, ...]) -> str:
+    """``Array.prototype.join(",")`` of nested arrays (null/undefined elements print as ""),
+    with an explicit stack so any depth prints; an array met again inside itself prints as "" (as JS)."""
+    out: list[str] = []
+    stack: list[tuple[Iterator[tuple[int, Any]], int]] = [(enumerate(array), id(array))]
+    open_ids = {id(array)}
+    while stack:
+        elements, _ = stack[-1]
+        for index, element in elements:
+            if index:
+                out.append(",")
+            if element is None or element is ABSENT:
+                continue
+            if isinstance(element, (list, tuple)):
+                if id(element) not in open_ids:
+                    open_ids.add(id(element))
+                    stack.append((enumerate(element), id(element)))
+                    break
+                continue
+            out.append(_template_scalar(element))
+        else:
+            open_ids.discard(stack.pop()[1])
+    return "".join(out)

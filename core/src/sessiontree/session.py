@@ -20,6 +20,7 @@ import attrs
 
 from . import jsjson, values
 from .admission import notify_admitted
+from .arguments import require_address, require_message, require_optional_str, require_str
 from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage
 from .errors import (
@@ -80,6 +81,7 @@ def is_pending_assistant_message(message: object) -> bool:
 
 
 def _assert_valid_branch_name(name: str) -> None:
+    require_str(name, "branch name")
     if name == "":
         raise SessionInvalidBranchError(name, "branch name must not be empty")
     if "\x00" in name:
@@ -144,16 +146,21 @@ class _StorageReads:
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         """Entries found among ``ids``, in first-occurrence order."""
         self._guard()
+        ids = [ids] if isinstance(ids, str) else list(ids)
+        for entry_id in ids:
+            require_str(entry_id, "each of ids")
         return self._storage.get_entries(ids)
 
     def get_value(self, address: Address) -> StoredValue | None:
         """The stored value at ``address``, or ``None``."""
         self._guard()
+        require_address(address)
         return self._storage.get_value(address)
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
         """Values of ``prefix.namespace`` whose key starts with ``prefix.key``, in key order."""
         self._guard()
+        require_address(prefix, "prefix")
         return self._storage.scan_values(prefix)
 
     def read_list(
@@ -166,6 +173,7 @@ class _StorageReads:
     ) -> list[ListElement]:
         """One page of the list at ``address`` (exclusive seq ``cursor``; ``limit`` default 1000)."""
         self._guard()
+        require_address(address)
         return self._storage.read_list(address, _list_options(cursor, order, limit))
 
     def scan_branch(
@@ -358,6 +366,16 @@ class CustomEntryAppend:
 BranchAppend = MessageAppend | CustomEntryAppend
 
 
+def _check_branch_append(name: str, entry: BranchAppend) -> None:
+    require_str(name, "branch name")
+    if isinstance(entry, MessageAppend):
+        require_message(entry.message)
+    elif isinstance(entry, CustomEntryAppend):
+        require_str(entry.custom_type, "custom_type")
+    else:
+        raise TypeError(f"entry must be a MessageAppend or CustomEntryAppend, not {type(entry).__name__}")
+
+
 class StorageBackedBranch:
     """A named tip of a :class:`StorageBackedSession`; every call goes through the session."""
 
@@ -535,6 +553,7 @@ class StorageBackedSession(_StorageReads):
 
     def get_label(self, target_id: str) -> str | None:
         """The label of ``target_id``, or ``None``."""
+        require_str(target_id, "target_id")
         stored = self.get_value(values.entry_label(target_id))
         return None if stored is None or stored.value is ABSENT else stored.value
 
@@ -595,22 +614,27 @@ class StorageBackedSession(_StorageReads):
 
     def set_value(self, address: Address, value: JsonValue) -> None:
         """Set the value at ``address``."""
+        require_address(address)
         self._commit_alone(set_value(address, value))
 
     def delete_value(self, address: Address) -> None:
         """Delete the value at ``address`` (a no-op when absent; it still uses a seq)."""
+        require_address(address)
         self._commit_alone(delete_value(address))
 
     def append_list(self, address: Address, element: JsonValue) -> None:
         """Append one element to the list at ``address``."""
+        require_address(address)
         self._commit_alone(append_list(address, element))
 
     def delete_list(self, address: Address) -> None:
         """Delete the whole list at ``address``."""
+        require_address(address)
         self._commit_alone(delete_list(address))
 
     def set_name(self, name: str | None) -> None:
         """Set the session name; ``None`` deletes it."""
+        require_optional_str(name, "name")
         if name is None:
             self.delete_value(values.session_name)
         else:
@@ -618,6 +642,8 @@ class StorageBackedSession(_StorageReads):
 
     def set_label(self, target_id: str, label: str | None) -> None:
         """Label an entry id (not validated); ``None`` deletes the label."""
+        require_str(target_id, "target_id")
+        require_optional_str(label, "label")
         address = values.entry_label(target_id)
         if label is None:
             self.delete_value(address)
@@ -651,6 +677,7 @@ class StorageBackedSession(_StorageReads):
         """
         self._assert_open()
         _assert_valid_branch_name(name)
+        require_optional_str(at, "at")
         tip = values.branch_tip(name)
         storage = self._storage
 
@@ -673,6 +700,7 @@ class StorageBackedSession(_StorageReads):
 
     def get_branch_tip(self, name: str) -> str | None:
         """The tip of branch ``name``; ``SessionInvariantError("Unknown branch: <name>")`` when absent."""
+        require_str(name, "branch name")
         stored = self.get_value(values.branch_tip(name))
         if stored is None:
             raise SessionInvariantError(f"Unknown branch: {name}")
@@ -690,6 +718,7 @@ class StorageBackedSession(_StorageReads):
         every acknowledged append stays on the branch's path.
         """
         self._assert_open()
+        _check_branch_append(name, entry)
         if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
             raise SessionPendingAssistantMessageError()
         entry_id = self.id_generator.next()

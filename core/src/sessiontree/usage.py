@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from .model import ABSENT, Cost, Usage
+from .wire import COST_FIELDS, USAGE_FIELDS
 
-__all__ = ["add_usage", "empty_usage"]
+__all__ = ["add_usage", "empty_usage", "summable_usage"]
 
 _EMPTY_COST = Cost(input=0, output=0, cache_read=0, cache_write=0, total=0)
 _EMPTY_USAGE = Usage(input=0, output=0, cache_read=0, cache_write=0, total_tokens=0, cost=_EMPTY_COST)
@@ -59,3 +60,29 @@ def add_usage(left: Usage, right: Usage) -> Usage:
             total=_js_add(lc.total, rc.total),
         ),
     )
+
+
+def summable_usage(usage: object) -> Usage:
+    """What pi's ``addUsage`` reads from a usage row's ``usage``, as a :class:`Usage` (a member it does
+    not find is ABSENT, which sums to NaN as JS ``undefined`` does).
+
+    A row read from a file may hold any JSON there; pi only throws when the usage or its ``cost`` is
+    null or missing, and so does this: :class:`TypeError` with V8's message.
+    """
+    if isinstance(usage, Usage):
+        return usage
+    if usage is None or usage is ABSENT:
+        raise TypeError(f"Cannot read properties of {_js_nullish(usage)} (reading 'input')")
+    members = usage if isinstance(usage, dict) else {}
+    cost = members.get("cost", ABSENT)
+    if cost is None or cost is ABSENT:
+        raise TypeError(f"Cannot read properties of {_js_nullish(cost)} (reading 'input')")
+    cost_members = cost if isinstance(cost, dict) else {}
+    return Usage(
+        **{attr: members.get(wire, ABSENT) for wire, attr in USAGE_FIELDS if wire != "cost"},
+        cost=Cost(**{attr: cost_members.get(wire, ABSENT) for wire, attr in COST_FIELDS}),
+    )
+
+
+def _js_nullish(value: object) -> str:
+    return "null" if value is None else "undefined"

@@ -17,12 +17,13 @@ the backends call directly.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import cattrs
 
-from . import jsjson
+from . import deepjson, jsjson
 from .errors import StorageFormatError
 from .model import (
     ABSENT,
@@ -47,6 +48,7 @@ from .model import (
 from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 __all__ = [
+    "TransactionDepthError",
     "WireConverter",
     "address_from_wire",
     "address_to_wire",
@@ -180,6 +182,8 @@ _COST_FIELDS = (
     ("total", "total"),
 )
 _COST_KNOWN = frozenset(wire for wire, _ in _COST_FIELDS)
+COST_FIELDS = _COST_FIELDS
+"""``(wire name, attribute)`` of every :class:`~sessiontree.model.Cost` member."""
 _USAGE_FIELDS = (
     ("input", "input"),
     ("output", "output"),
@@ -190,6 +194,8 @@ _USAGE_FIELDS = (
     ("totalTokens", "total_tokens"),
     ("cost", "cost"),
 )
+USAGE_FIELDS = _USAGE_FIELDS
+"""``(wire name, attribute)`` of every :class:`~sessiontree.model.Usage` member."""
 _USAGE_REQUIRED = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
 _USAGE_KNOWN = frozenset(wire for wire, _ in _USAGE_FIELDS)
 
@@ -635,14 +641,31 @@ def encode_transaction_bytes(writes: Sequence[Write]) -> bytes:
     return jsjson.dumpb([committed_write_to_wire(w) for w in writes])
 
 
+class TransactionDepthError(StorageFormatError):
+    """A JSONL line holds a value nested deeper than :data:`sessiontree.deepjson.MAX_DEPTH` (pi reads
+    such lines, but cannot write them; sessiontree refuses to open them)."""
+
+
+_LINE_START = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
+
+
 def decode_transaction(text: str | bytes) -> list[Write]:
     """Parse one JSONL line (an object, or an array of objects; ``[]`` is valid) into committed writes.
 
     Bad JSON raises :class:`StorageFormatError` ``Invalid JSONL transaction: not valid JSON`` whose
     ``__cause__`` is the parser error; bad records raise :func:`committed_write_from_wire`'s errors.
+    A value nested deeper than :data:`~sessiontree.deepjson.MAX_DEPTH` raises :class:`TransactionDepthError`.
     """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    first = _LINE_START.match(data)
+    # A value sits inside its record object, and inside the line's array when there is one.
+    max_depth = deepjson.MAX_DEPTH + (2 if first is not None and first.group(1) == b"[" else 1)
     try:
-        value = jsjson.loads(text)
+        value = jsjson.loads(text, max_depth=max_depth)
+    except jsjson.JSONDepthError:
+        raise TransactionDepthError(
+            f"a value nests deeper than {deepjson.MAX_DEPTH} arrays/objects (sessiontree's limit)"
+        ) from None
     except ValueError as error:
         raise StorageFormatError("Invalid JSONL transaction: not valid JSON") from error
     if type(value) is list:

@@ -39,6 +39,7 @@ from .. import jsjson
 from ..contracts import Session, SessionMutation, SessionRepo, Storage
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
+from ..expectations import json_equal
 from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
 from ..queries import EntryScan, ListReadOptions
 from ..values import list_, value
@@ -162,7 +163,8 @@ def _current_writes(storage: Storage, inventory: DumpInventory) -> list[Write]:
             writes.append(
                 ValueSet(namespace=address.namespace, key=address.key, value=stored.value, seq=stored.seq)
             )
-    for namespace, key in sorted(inventory.list_addresses):
+    # A list appended to without a key cannot be read through the API (as in pi): nothing to copy.
+    for namespace, key in sorted(a for a in inventory.list_addresses if a[1] is not ABSENT):
         try:
             address = list_(namespace, key)
         except InvalidAddressError:
@@ -436,7 +438,7 @@ def _dump(session: Session, inventory: DumpInventory) -> dict[str, JsonValue]:
 
 def _as_json(data: Any) -> Any:
     # What a file holds: NaN and infinities (v3 usage sums) become null, -0 becomes 0.
-    return jsjson.loads(jsjson.dumps(data))
+    return jsjson.loads(jsjson.dumps(data), max_depth=None)
 
 
 def _union(*inventories: DumpInventory) -> DumpInventory:
@@ -465,7 +467,7 @@ def compare_sessions(source: Session, snapshot: SessionSnapshot, destination: Se
     if found["stats"] == _null_as_zero(expected["stats"]):
         expected["stats"] = found["stats"]
     for key in _COMPARED:
-        if expected[key] != found[key]:
+        if not json_equal(expected[key], found[key]):
             return f"{key} differ" + _first_difference(expected[key], found[key])
     return None
 
@@ -483,11 +485,11 @@ def _first_difference(expected: Any, found: Any) -> str:
         if len(expected) != len(found):
             return f" ({len(found)} instead of {len(expected)})"
         for index, (a, b) in enumerate(zip(expected, found, strict=True)):
-            if a != b:
+            if not json_equal(a, b):
                 return f" (first at index {index})"
     if isinstance(expected, dict) and isinstance(found, dict):
         for key in sorted(set(expected) | set(found)):
-            if expected.get(key, ABSENT) != found.get(key, ABSENT):
+            if not json_equal(expected.get(key, ABSENT), found.get(key, ABSENT)):
                 return f" (first at {key!r})"
     return ""
 

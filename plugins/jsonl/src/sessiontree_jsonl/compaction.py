@@ -23,6 +23,7 @@ from sessiontree.fs import FileHandle, FileSystem
 
 from .io import Durability, io_errors, publish_atomically
 from .loading import Generation
+from .replay import element_spans
 
 __all__ = ["CompactionReport", "compact_locked"]
 
@@ -50,13 +51,12 @@ class _Seq(msgspec.Struct):
 
 
 _decode_seq = msgspec.json.Decoder(_Seq).decode
-_decode_raws = msgspec.json.Decoder(list[msgspec.Raw]).decode
 
 
 def _seq_of(raw: bytes | memoryview) -> int:
     try:
         return _decode_seq(raw).seq
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         seq = jsjson.loads(bytes(raw))["seq"]  # replayed already, so it is a safe integer
         return int(seq)
 
@@ -65,8 +65,9 @@ def _elements(line: memoryview) -> Iterator[memoryview]:
     """The JSON text of every write of one transaction line (no surrounding whitespace)."""
     text = bytes(line).strip(_JSON_SPACE)
     if text.startswith(b"["):
-        for raw in _decode_raws(text):
-            yield memoryview(bytes(raw))
+        view = memoryview(text)
+        for offset, length in element_spans(text):
+            yield view[offset : offset + length]
     elif text:
         yield memoryview(text)
 

@@ -31,12 +31,12 @@ from typing import Annotated, Any, cast
 
 import msgspec
 
-from sessiontree import jsjson
+from sessiontree import deepjson, jsjson
 from sessiontree.engine import EntryNode, SessionState
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
 from sessiontree.model import ABSENT, Entry, EntryStructure, Usage
-from sessiontree.wire import committed_write_from_wire, decode_transaction
+from sessiontree.wire import TransactionDepthError, committed_write_from_wire, decode_transaction
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 __all__ = ["EntrySource", "LazyEntryNode", "Replayer", "line_error"]
@@ -47,9 +47,13 @@ _OPEN_BRACKET = ord("[")
 _JSON_SPACE = b" \t\r\n"
 
 
-def line_error(path: str, line: int) -> StorageFormatError:
-    """pi's replay error: ``Invalid JSONL storage <path>: line <n>`` (chain the cause with ``from``)."""
-    return StorageFormatError(f"Invalid JSONL storage {path}: line {line}", path=path, line=line)
+def line_error(path: str, line: int, reason: str | None = None) -> StorageFormatError:
+    """pi's replay error: ``Invalid JSONL storage <path>: line <n>`` (chain the cause with ``from``).
+
+    ``reason`` is added after a colon for what pi itself would not refuse (a line nested too deeply).
+    """
+    message = f"Invalid JSONL storage {path}: line {line}"
+    return StorageFormatError(message if reason is None else f"{message}: {reason}", path=path, line=line)
 
 
 # Keys no JSONL line carries (U+2063 INVISIBLE SEPARATOR): fields of a node that are not read from JSON.
@@ -301,7 +305,8 @@ _decode_records = msgspec.json.Decoder(list[_Record]).decode
 _VALUE_OPS = frozenset(("set", "delete"))
 _LIST_OPS = frozenset(("append", "delete"))
 _decode_raws = msgspec.json.Decoder(list[msgspec.Raw]).decode
-_FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError)
+# msgspec recurses on the caller's stack: a RecursionError means "too deep for here", not a bad line.
+_FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _ENTRIES_ONLY = {LazyEntryNode}
 _get_id = operator.attrgetter("id")
 _get_parent_id = operator.attrgetter("parent_id")
@@ -319,7 +324,10 @@ def _consume(iterator: Iterator[object]) -> None:
 
 def element_spans(line: bytes | memoryview) -> list[tuple[int, int]]:
     """The ``(offset, length)`` in ``line`` (one JSON array of objects, no LF) of every element."""
-    lengths = list(map(len, _decode_raws(line)))
+    try:
+        lengths = list(map(len, _decode_raws(line)))
+    except RecursionError:
+        return deepjson.top_level_spans(line)
     stop = len(line)
     while line[stop - 1] in _JSON_SPACE:
         stop -= 1
@@ -611,7 +619,8 @@ class Replayer:
             state.next_seq = self.last_seq + 1
             state.validate_committed(writes)
         except (StorageError, ValueError, TypeError) as error:
-            raise line_error(self.path, self.line) from error
+            reason = str(error) if isinstance(error, TransactionDepthError) else None
+            raise line_error(self.path, self.line, reason) from error
         for write in writes:
             if isinstance(write, EntryWrite):
                 state.add_entry_node(EntryNode(write.entry))
@@ -629,10 +638,11 @@ class Replayer:
 
     def _fold(self, write: Any) -> None:
         kind = type(write)
+        # A write without a key shares the slot of the key "undefined" (see the engine's ``_slot``).
+        key = (write.namespace, "undefined" if write.key is ABSENT else write.key)
         if kind is _ValueRecord or kind is ValueSet or kind is ValueDelete:
-            self._values[(write.namespace, write.key)] = write
+            self._values[key] = write
             return
-        key = (write.namespace, write.key)
         folded = self._lists.get(key)
         is_delete = kind is ListDelete or (kind is _ListRecord and write.op == "delete")
         if is_delete:

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from sessiontree.admission import notify_admitted
+from sessiontree.arguments import check_create_arguments
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -229,6 +230,7 @@ class JsonlSessionRepo:
         that cwd.
         """
         self._assert_open()
+        check_create_arguments(id=id, cwd=cwd, parent_session_id=parent_session_id)
         if cwd is None:
             cwd = self.default_cwd
         if cwd is None:

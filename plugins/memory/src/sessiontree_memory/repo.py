@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from sessiontree.admission import notify_admitted
+from sessiontree.arguments import check_create_arguments
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -102,6 +103,7 @@ class MemorySessionRepo:
     ) -> MemorySessionHandle:
         """Create an empty session. ``cwd`` is accepted for cross-backend callers and ignored."""
         self._assert_open()
+        check_create_arguments(id=id, cwd=cwd, parent_session_id=parent_session_id)
         created_at = self._now()
         session_id = id if id is not None else uuidv7(created_at)
         metadata = SessionMetadata(

@@ -1,0 +1,67 @@
+"""Checks of public API arguments, run before anything is read or written.
+
+A wrong type raises :class:`TypeError` naming the argument; a string the library cannot use raises
+:class:`~sessiontree.errors.InvalidArgumentError` (a ``ValueError``) naming it. Content a write carries is
+checked later, field by field (:mod:`sessiontree.storable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidArgumentError
+from .model import Address
+
+__all__ = [
+    "check_create_arguments",
+    "require_address",
+    "require_message",
+    "require_optional_str",
+    "require_path_str",
+    "require_str",
+]
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def require_str(value: Any, name: str) -> None:
+    """``name`` must be a string."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {_type_name(value)}")
+
+
+def require_optional_str(value: Any, name: str) -> None:
+    """``name`` must be a string or ``None``."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, not {_type_name(value)}")
+
+
+def require_path_str(value: Any, name: str) -> None:
+    """``name`` (a path, or ``None``) must be a string without NUL, which no file system path holds."""
+    require_optional_str(value, name)
+    if value is not None and "\x00" in value:
+        raise InvalidArgumentError(f"{name} must not contain NUL (\\x00): {value!r}")
+
+
+def require_address(value: Any, name: str = "address") -> None:
+    """``name`` must be an :class:`~sessiontree.model.Address` (from :func:`sessiontree.values.value`)."""
+    if not isinstance(value, Address):
+        raise TypeError(
+            f"{name} must be an Address (sessiontree.values.value/list_), not {_type_name(value)}"
+        )
+
+
+def require_message(value: Any) -> None:
+    """An agent message is a JSON object (a dict with ``role`` and the role's fields)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"message must be a JSON object (dict), not {_type_name(value)}")
+
+
+def check_create_arguments(*, id: Any, cwd: Any, parent_session_id: Any) -> None:
+    """The arguments of a repository's ``create``."""
+    require_optional_str(id, "id")
+    require_path_str(cwd, "cwd")
+    require_optional_str(parent_session_id, "parent_session_id")
