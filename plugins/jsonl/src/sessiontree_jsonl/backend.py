@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JsonlBackend"]
 
-_QUERY_OPTIONS = ("durability",)
+_QUERY_OPTIONS = ("durability", "compatibility")
 
 
 class JsonlBackend:
@@ -61,6 +61,7 @@ class JsonlBackend:
         query_durability: str | None = None
         if url is not None:
             root, fs, query_durability = self._from_url(url, fs, filesystem_options)
+            legacy_options = self._legacy_options_from_url(url, legacy_options)
         else:
             root = os.fspath(path)  # type: ignore[arg-type]
         if durability is not None and query_durability is not None and durability != query_durability:
@@ -105,6 +106,21 @@ class JsonlBackend:
 
             fs = get_registry().resolve_filesystem(parsed.filesystem, url, filesystem_options)
         return root, fs, parsed.query.get("durability")
+
+    @staticmethod
+    def _legacy_options_from_url(url: str, given: LegacyV3Options | None) -> LegacyV3Options | None:
+        """``?compatibility=pi|extended``: how legacy v3 files are read (:class:`LegacyV3Options`)."""
+        compatibility = parse_url(url).query.get("compatibility")
+        if compatibility is None:
+            return given
+        if compatibility not in ("pi", "extended"):
+            raise PluginError(f"Invalid JSONL URL {url!r}: compatibility must be 'pi' or 'extended', got {compatibility!r}")
+        if given is not None and given.compatibility != compatibility:
+            raise PluginError(
+                f"Invalid JSONL URL {url!r}: compatibility={compatibility!r} contradicts "
+                f"legacy_options.compatibility={given.compatibility!r}"
+            )
+        return given or LegacyV3Options(compatibility=compatibility)
 
     def open_repo(self) -> JsonlSessionRepo:
         """A :class:`~sessiontree_jsonl.JsonlSessionRepo` over the root (created on first write)."""

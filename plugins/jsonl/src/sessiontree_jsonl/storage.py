@@ -36,6 +36,7 @@ from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.errors import (
     SessionExistsError,
     StorageConflictError,
+    StorageFormatError,
     StorageIOError,
     UnsupportedOperationError,
 )
@@ -60,7 +61,7 @@ from sessiontree.writes import EntryWrite, UsageWrite, Write
 
 from .header import JsonlHeader
 from .io import Durability, check_durability, io_error, io_errors, publish_atomically, remove_stale_temp_files
-from .legacy_v3 import LegacyV3Header, LegacyV3Options, LegacyV3Source
+from .legacy_v3 import LegacyV3Error, LegacyV3Header, LegacyV3Options, LegacyV3Source
 from .loading import Generation, catch_up, load_generation, parse_header, read_header_line
 from .locking import locked_session_file
 from .replay import EntrySource, LazyEntryNode, as_engine_node
@@ -144,7 +145,13 @@ class JsonlStorage:
             with io_errors("Failed to read JSONL storage", display):
                 line = read_header_line(handle)
             options = legacy_options or LegacyV3Options()
-            header = parse_header(line, display, local_timezone=options.local_timezone)
+            try:
+                header = parse_header(line, display, local_timezone=options.local_timezone)
+            except StorageFormatError as error:
+                if options.compatibility == "pi":
+                    raise
+                # The CLI also opens v1/v2 files and skips unparsable lines before the header.
+                return cls._open_cli_fallback(fs, absolute, display, handle, now, durability, options, error)
             if isinstance(header, LegacyV3Header):
                 return cls._open_legacy(fs, absolute, display, handle, now, durability, options)
             with io_errors("Failed to read JSONL storage", display):
@@ -160,6 +167,26 @@ class JsonlStorage:
             now=now or wall_clock_ms,
             durability=durability,
         )
+
+    @classmethod
+    def _open_cli_fallback(
+        cls,
+        fs: FileSystem,
+        path: str,
+        display: str,
+        handle: FileHandle,
+        now: Callable[[], int] | None,
+        durability: Durability,
+        options: LegacyV3Options,
+        header_error: StorageFormatError,
+    ) -> JsonlStorage:
+        """Open a file whose line 1 is no header the way the pi CLI would, or raise ``header_error``."""
+        try:
+            return cls._open_legacy(fs, path, display, handle, now, durability, options)
+        except LegacyV3Error as error:
+            if error.line == 1 and str(error).startswith("Invalid legacy v3 JSONL header"):
+                raise header_error from None
+            raise
 
     @classmethod
     def _open_legacy(
