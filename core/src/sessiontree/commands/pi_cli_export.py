@@ -47,6 +47,7 @@ from ..model import (
 )
 from ..values import branch_tip_inventory_prefix, lane_config, session_name, value
 from ..wire import usage_to_wire
+from .common import inventory_of
 
 __all__ = ["PiCliExport", "cli_file_name", "cli_session_directory", "export_pi_cli"]
 
@@ -310,7 +311,8 @@ def export_pi_cli(
 
     ``target`` is the file to write, or an existing directory taken as the CLI's sessions directory: the
     file then goes to ``<target>/--<cwd>--/<timestamp>_<id>.jsonl``, as the CLI names it. An existing file
-    is refused. ``inventory`` names value namespaces and lists to report as omitted beyond pi's own.
+    is refused. ``inventory`` names the value namespaces and lists to look for (default: what the session's
+    storage can tell, as ``sessiontree copy`` reads them).
     Raises :class:`ValueError` for an unknown branch and :class:`FileExistsError`.
     """
     clock = now or (lambda: time.time_ns() // 1_000_000)
@@ -323,7 +325,7 @@ def export_pi_cli(
     for index in range(len(path)):
         _entry_record(writer, path, index, keep_failed)
     writer.path_ids = {entry.id for entry in path}
-    _trailing_records(writer, writer.path_ids, inventory or DumpInventory())
+    _trailing_records(writer, writer.path_ids, inventory if inventory is not None else inventory_of(session))
     metadata = session.metadata
     header_time = iso_timestamp(metadata.created_at)
     cwd = metadata.cwd if metadata.cwd is not None else os.getcwd()
