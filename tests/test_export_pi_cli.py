@@ -172,3 +172,39 @@ def test_the_command_writes_the_file_and_lists_what_it_left_out(tmp_path: Path) 
     again = subprocess.run([sessiontree, "export", str(tmp_path / "native.jsonl"), "--pi-cli", str(out)],
                            capture_output=True, text=True)
     assert again.returncode == 1 and "the file exists" in again.stderr
+
+
+# --- import-pi ------------------------------------------------------------------------------------------
+
+H083 = pi_fixtures().parent / "pi-core-0.83.0"
+IMPORTED = {
+    CLI / "hand-written" / "v1.jsonl": ("v1-session", "v1 (pi CLI, migrated in memory)"),
+    CLI / "hand-written" / "v2.jsonl": ("0195515a-1a00-7000-8000-000000000002", "v2 (pi CLI, migrated in memory)"),
+    CLI / "scenarios" / "context-edit.jsonl": ("cli-context-edit", "v3 (pi CLI)"),
+    CLI / "hand-written" / "format4.jsonl": ("session-linear", "format 4"),
+    H083 / "scenarios" / "navigate.jsonl": ("h083-navigate", "v3 (pi-agent-core 0.74-0.83 harness)"),
+}
+
+
+def test_import_pi_reports_each_files_format_and_keeps_the_clis_context(tmp_path: Path) -> None:
+    source = tmp_path / "sessions"
+    for index, path in enumerate(IMPORTED):
+        folder = source / f"--project-{index}--"
+        folder.mkdir(parents=True)
+        shutil.copy(path, folder / path.name)
+    before = {p: p.read_bytes() for p in source.rglob("*.jsonl")}
+    script = str(Path(sys.executable).with_name("sessiontree"))
+    done = subprocess.run([script, "import-pi", str(source), str(tmp_path / "dst"), "--json", "--verify"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in json.loads(done.stdout)}
+    assert {session_id: rows[session_id]["format"] for session_id, _ in IMPORTED.values()} == {
+        session_id: found for session_id, found in IMPORTED.values()
+    }
+    assert all(row["status"] == "copied" for row in rows.values())
+    assert {p: p.read_bytes() for p in source.rglob("*.jsonl")} == before  # read-only
+    shown = subprocess.run([script, "show", str(tmp_path / "dst"), "--session", "cli-context-edit", "--context",
+                            "--json", "--full"], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    oracle = json.loads((CLI / "scenarios" / "context-edit.cli-dump.json").read_text())
+    assert cli_ids(json.loads(shown.stdout)) == oracle["context"]["messages"]

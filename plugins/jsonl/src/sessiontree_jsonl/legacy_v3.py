@@ -63,6 +63,7 @@ __all__ = [
     "LegacyV3Source",
     "is_legacy_v3_header",
     "parse_legacy_v3_header",
+    "read_lenient_header",
     "resolve_legacy_parent",
 ]
 
@@ -788,6 +789,13 @@ class LegacyV3Source:
             f"Legacy v3 compaction {jsjson.template_string(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
             entry.line,
         )
+
+
+def read_lenient_header(handle: FileHandle, options: LegacyV3Options) -> LegacyV3Header | None:
+    """The header the pi CLI finds in an open file (see :func:`_find_header`; ``None`` in pi compatibility
+    unless line 1 is a v3 header)."""
+    found = _find_header(iter_handle_lines(handle), options)
+    return None if found is None else found[0]
 
 
 def _find_header(lines: Iterator[TextLine], options: LegacyV3Options) -> tuple[LegacyV3Header, int] | None:

@@ -297,6 +297,17 @@ class JsonlStorage:
     def durability(self) -> Durability:
         return self._durability
 
+    def source_format(self) -> str:
+        """Which format the file was read as: ``format 4``; ``v3 (pi CLI)``, ``v1``/``v2 (pi CLI, migrated in
+        memory)``; ``v3 (pi-agent-core 0.74-0.83 harness)`` for files with its ``leaf``/``active_tools_change``."""
+        if self._legacy is None:
+            return "format 4"
+        source = self._legacy.source
+        version = source.legacy_header.version
+        if version != 3:
+            return f"v{1 if version is None else version} (pi CLI, migrated in memory)"
+        return "v3 (pi-agent-core 0.74-0.83 harness)" if source.harness_records else "v3 (pi CLI)"
+
     def is_legacy_v3(self) -> bool:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""
         return self._legacy is not None
