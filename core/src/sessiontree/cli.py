@@ -4,7 +4,7 @@ Every subcommand is a :class:`Command` in one registry (:func:`register_command`
 help, a function that adds its arguments to an :mod:`argparse` subparser, and a function that runs it
 and returns the exit status. Built in:
 
-* ``sessiontree dump PATH_OR_URL [--session ID] [--normalize]`` prints the canonical dump of a session
+* ``sessiontree dump PATH_OR_URL [--session ID] [--normalize] [--compatibility pi|extended]`` prints the canonical dump of a session
   (:mod:`sessiontree.dump`), exactly as the pi oracle's ``dump`` does;
 * ``sessiontree commit PATH_OR_URL [--session ID] [--cwd CWD]`` reads one JSON array of pi-shaped
   input writes per stdin line, commits each array as one transaction and prints each commit result
