@@ -185,7 +185,7 @@ class JsonlStorage:
             return cls._open_legacy(fs, path, display, handle, now, durability, options)
         except LegacyV3Error as error:
             if error.line == 1 and str(error).startswith("Invalid legacy v3 JSONL header"):
-                raise header_error from None
+                raise header_error from header_error.__cause__
             raise
 
     @classmethod
