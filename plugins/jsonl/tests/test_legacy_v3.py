@@ -313,3 +313,59 @@ def test_js_arithmetic_of_imported_usage(tmp_path: Path) -> None:
     source, _ = read_all(path)
     assert source.imported_usage["input"] == "01"
     assert source.imported_usage["output"] == 0
+
+
+# --- what extended mode reads as the pi CLI does -----------------------------------------------------
+
+
+def test_skipped_lines_unknown_types_and_missing_parents_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        message("a", None),
+        {"type": "future_record", "id": "f", "parentId": "a", "timestamp": "x"},
+        message("b", "f"),
+        message("c", "gone"),
+    )
+    text = path.read_text().replace("\n", "\n\n   \n{not json\nnull\n", 1)
+    path.write_text(text)
+    source, records = read_all(path)
+    entries = {r["id"]: r for r in records if r["kind"] == "entry"}
+    a, b, c = (source.entry_id_of(x) for x in "abc")
+    assert entries[b]["parentId"] == a  # through the unknown record, as through a discarded one
+    assert entries[c]["parentId"] is None  # a parent the file does not have: a root, where the CLI stops
+    assert source.entry_id_of("f") == a and not source.is_retained("f")
+    tip = next(r for r in records if r.get("namespace") == "pi.branch.tip")
+    assert tip["value"] == c
+    with pytest.raises(LegacyV3Error, match="Invalid legacy v3 JSONL record: not valid JSON"):
+        read_all(path, compatibility="pi")
+
+
+def test_a_forward_parent_is_still_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, message("a", "b"), message("b", None))
+    with pytest.raises(LegacyV3Error, match="Legacy v3 entry a has a missing or forward parent at line 2: b"):
+        read_all(path)
+
+
+def test_v1_records_get_positional_ids_and_a_compaction_its_first_kept_entry(tmp_path: Path) -> None:
+    header = {"type": "session", "id": "old", "timestamp": "2025-01-10T09:00:00.000Z", "cwd": "/w"}
+    lines = [
+        header,
+        {"type": "message", "timestamp": "2025-01-10T09:00:01.000Z", "message": {"role": "user", "content": "q1"}},
+        {"type": "message", "timestamp": "2025-01-10T09:00:02.000Z",
+         "message": {"role": "hookMessage", "customType": "x", "content": "hi", "display": True}},
+        {"type": "compaction", "timestamp": "2025-01-10T09:00:03.000Z", "summary": "S", "tokensBefore": 1,
+         "firstKeptEntryIndex": 2},
+        {"type": "compaction", "timestamp": "2025-01-10T09:00:04.000Z", "summary": "T", "tokensBefore": 1,
+         "firstKeptEntryIndex": 9},
+    ]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("".join(jsjson.dumps(line) + "\n" for line in lines))
+    source, records = read_all(path)
+    assert source.legacy_header.version is None
+    entries = [r for r in records if r["kind"] == "entry"]
+    assert [source.entry_id_of(f"{n:08x}") for n in (1, 2, 3, 4)] == [e["id"] for e in entries]
+    assert [e["parentId"] for e in entries] == [None, *[e["id"] for e in entries[:-1]]]
+    assert entries[1]["message"]["role"] == "custom"  # v2 -> v3: hookMessage
+    assert entries[2]["firstKeptEntryId"] == entries[1]["id"]  # index 2 = the second record
+    assert entries[3]["firstKeptEntryId"] == entries[3]["id"]  # out of range: the CLI keeps nothing
+    assert path.read_text() == "".join(jsjson.dumps(line) + "\n" for line in lines)  # never rewritten

@@ -190,7 +190,14 @@ def test_a_context_edit_is_local_to_its_branch_and_survives_a_compaction() -> No
     assert plain != oracle and len(plain) >= len(oracle)
 
 
-ORACLE_SCENARIOS = ["context-edit-branch-compaction", "compaction-twice", "chat-tools"]
+ORACLE_SCENARIOS = [
+    ("cli", "context-edit-branch-compaction"),
+    ("cli", "compaction-twice"),
+    ("cli", "chat-tools"),
+    ("h083", "navigate"),
+    ("h083", "model-tools"),
+    ("h083", "compaction-tail"),
+]
 
 
 def run_oracle(*args: str) -> Any:
@@ -204,13 +211,16 @@ def run_oracle(*args: str) -> Any:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("scenario", ORACLE_SCENARIOS)
-def test_a_file_the_live_cli_writes_imports_to_the_live_clis_context(scenario: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("reader", "scenario"), ORACLE_SCENARIOS)
+def test_a_file_the_live_writer_writes_imports_to_the_live_readers_context(
+    reader: str, scenario: str, tmp_path: Path
+) -> None:
     path = tmp_path / f"{scenario}.jsonl"
-    run_oracle("cli-write", scenario, str(path))
-    live = run_oracle("cli-dump", str(path))
+    run_oracle(f"{reader}-write", scenario, str(path))
+    live = run_oracle(f"{reader}-dump", str(path))
     session = open_session(path)
     try:
-        assert legacy_ids(context_of(session)) == live["context"]["messages"]
+        assert legacy_ids(context_of(session)) == oracle_messages(live["context"]["messages"])
+        assert legacy_ids(session.branch("main").get_tip_id()) == live["leafId"]  # type: ignore[union-attr]
     finally:
         session.close()

@@ -151,7 +151,12 @@ class JsonlStorage:
                 if options.compatibility == "pi":
                     raise
                 # The CLI also opens v1/v2 files and skips unparsable lines before the header.
-                return cls._open_cli_fallback(fs, absolute, display, handle, now, durability, options, error)
+                try:
+                    return cls._open_legacy(fs, absolute, display, handle, now, durability, options)
+                except LegacyV3Error as legacy_error:
+                    if legacy_error.line == 1 and str(legacy_error).startswith("Invalid legacy v3 JSONL header"):
+                        raise error from error.__cause__
+                    raise
             if isinstance(header, LegacyV3Header):
                 return cls._open_legacy(fs, absolute, display, handle, now, durability, options)
             with io_errors("Failed to read JSONL storage", display):
@@ -167,26 +172,6 @@ class JsonlStorage:
             now=now or wall_clock_ms,
             durability=durability,
         )
-
-    @classmethod
-    def _open_cli_fallback(
-        cls,
-        fs: FileSystem,
-        path: str,
-        display: str,
-        handle: FileHandle,
-        now: Callable[[], int] | None,
-        durability: Durability,
-        options: LegacyV3Options,
-        header_error: StorageFormatError,
-    ) -> JsonlStorage:
-        """Open a file whose line 1 is no header the way the pi CLI would, or raise ``header_error``."""
-        try:
-            return cls._open_legacy(fs, path, display, handle, now, durability, options)
-        except LegacyV3Error as error:
-            if error.line == 1 and str(error).startswith("Invalid legacy v3 JSONL header"):
-                raise header_error from header_error.__cause__
-            raise
 
     @classmethod
     def _open_legacy(
