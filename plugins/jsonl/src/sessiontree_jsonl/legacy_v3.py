@@ -11,24 +11,37 @@ over one open file handle, as pi does (pi-formats.md §5):
    (key order ``kind,id,parentId,seq,timestamp,type,…``), then the derived values (``kind,op,namespace,
    key,value,seq``), exactly what pi's upgrade writes as single-object lines.
 
-Where sessiontree does better than pi 0.87.1, and how (``compatibility="extended"``, the default):
+Where sessiontree does better than pi 0.87.1, and how (``compatibility="extended"``, the default, reads
+what the pi CLI 1.6.0 and the pi-agent-core 0.74–0.83 harness read, with their context):
 
 * **Stable ids.** pi mints random ids on every open; here each retained record gets a UUIDv7 carrying
   its legacy timestamp and bits hashed from (session id, legacy id) — see :mod:`.legacy_ids` — so the
-  same file has the same ids on every open and after the upgrade.
+  same file has the same ids on every open and after the upgrade. An 8-hex legacy id is its last 8 digits.
+* **The CLI's lines** (:mod:`.legacy_v3_records`): blank, unparsable and ``null`` lines are skipped, as
+  are such lines before the header; a last line without LF counts when it parses; v1/v2 files are
+  migrated in memory. Records of unknown types (with a string id) are read like discarded ones, and a
+  JSON value without a string id is no record (when last, the tip is ``null``, the CLI's empty context).
+  A parent not in the file makes a root (where the CLI's path stops); a forward parent stays an error.
 * **The CLI's ``usage`` records** (cache warming: ``{kind, provider, model, usage}``) are kept as custom
   entries ``customType: "legacy_v3.usage"`` whose ``data`` holds every field of the record except
   ``type``/``id``/``parentId``/``timestamp``; their ``usage`` joins the imported usage total when it is an
   object with a ``cost`` object.
 * **The CLI's ``context_edit`` records** (``{targetId, replacement}``) are kept as custom entries
   ``customType: "legacy_v3.context_edit"`` with the same ``data`` rule, ``targetId`` mapped to the
-  imported id of its target (``null`` when it has none) and the original in ``legacyTargetId``. Custom
-  entries never reach the context on their own, so the edit is preserved, not applied; a host may
-  register an entry projector for it.
-* **Keep-nothing compactions** (``firstKeptEntryId`` equal to the compaction's own id, what the CLI
-  writes for "keep nothing") import with an empty ``retainedTail``.
+  imported id of its target (``null`` when it has none) and the original in ``legacyTargetId``. The JSONL
+  plugin registers an entry projector (:mod:`.legacy_v3_context`) through which the core applies them.
+* **The CLI's compactions** also get the extra keys ``firstKeptEntryId`` (the imported entry where the
+  kept range starts; the compaction itself when nothing is kept, off-path or keep-nothing) and
+  ``systemMessage``, so the core builds the CLI's context (:mod:`sessiontree.context`); their
+  ``retainedTail`` is pi's. A value ``sessiontree.context.rules`` = ``{"keepFailedTurns": true}`` keeps
+  failed assistant turns, as the CLI and the harness do.
+* **Harness files** (records only 0.74–0.83 wrote: ``leaf``, ``active_tools_change``, a compaction's
+  ``retainedTail``; :attr:`LegacyV3Source.harness_records`): a ``leaf`` record moves the head to its
+  ``targetId`` and is no entry (an unknown target: read as the CLI reads it); a compaction without
+  ``firstKeptEntryId`` keeps its own ``retainedTail``; compactions keep the harness's tail semantics.
 
-``compatibility="pi"`` reproduces pi 0.87.1 exactly: those three fail the whole file with pi's messages.
+``compatibility="pi"`` reproduces pi 0.87.1 exactly: everything above beyond stable ids fails the whole
+file with pi's messages, and no rules value or compaction key is added.
 Offset-less timestamps are read in ``local_timezone`` (UTC by default, see :mod:`.legacy_dates`).
 """
 
