@@ -35,7 +35,8 @@ class JsonlBackend:
     or as ``path``. ``durability`` is ``"process"`` (pi's: survives a process crash) or ``"fsync"``
     (survives power loss). ``fs`` overrides the file system; ``now`` is the clock (Unix ms);
     ``default_cwd`` is the working directory recorded for sessions created without one (default: the
-    process's).
+    process's). ``?compatibility=pi`` (or ``legacy_options``) reads legacy v3 files exactly as pi 0.87.1
+    imports them; the default ``extended`` reads them as the pi CLI does.
     """
 
     name: str = "jsonl"
