@@ -51,7 +51,7 @@ def test_check_reports_every_error_file_with_pis_message_and_line(tmp_path: Path
     data = report(run("check", ".", "--json", cwd=folder), 1)
     files = sorted(folder.glob("*.jsonl"))
     assert data["ok"] is False and data["checked"] == len(files)
-    findings = {finding["path"]: finding for finding in data["findings"]}
+    findings = {finding["path"]: finding for finding in data["findings"] if finding["severity"] == "error"}
     assert sorted(findings) == sorted(path.name for path in files)
     for path in files:
         expected = json.loads(path.with_suffix(".expected.json").read_text(encoding="utf-8"))
@@ -71,11 +71,24 @@ def test_check_says_which_v3_files_only_pi_refuses(tmp_path: Path) -> None:
     folder = copy_folder("errors", tmp_path)
     data = report(run("check", ".", "--json", cwd=folder), 1)
     refused = {f["path"]: f for f in data["findings"] if f["kind"] == "pi-incompatible"}
-    # sessiontree's extended importer reads the CLI's usage and context_edit records and keep-nothing
-    # compactions; pi 0.87.1 does not, so the files are reported with pi's own message.
+    # sessiontree's extended importer reads what the pi CLI reads (usage and context_edit records,
+    # keep-nothing compactions, v1/v2 headers, skipped lines, unknown types, missing parents); pi 0.87.1
+    # does not, so the files are reported with pi's own message.
     assert sorted(refused) == [
+        "v1-header-no-version.jsonl",
+        "v2-header.jsonl",
+        "v3-blank-interior-line.jsonl",
+        "v3-compaction-first-kept-off-branch.jsonl",
         "v3-compaction-keep-nothing.jsonl",
+        "v3-compaction-no-first-kept.jsonl",
+        "v3-header-no-newline.jsonl",
+        "v3-invalid-json-line.jsonl",
+        "v3-missing-parent.jsonl",
+        "v3-parent-field-absent.jsonl",
+        "v3-trailing-blank-line.jsonl",
         "v3-type-context-edit.jsonl",
+        "v3-type-missing.jsonl",
+        "v3-type-unknown.jsonl",
         "v3-type-usage.jsonl",
     ]
     for name, finding in refused.items():
@@ -83,7 +96,7 @@ def test_check_says_which_v3_files_only_pi_refuses(tmp_path: Path) -> None:
         assert finding["message"] == expected["error"]
         assert (
             finding["cause"][-1]
-            == "pi 0.87.1 cannot import this v3 file; sessiontree's extended importer can"
+            == "pi 0.87.1 cannot import this pi CLI file; sessiontree's extended importer can"
         )
 
 

@@ -116,7 +116,9 @@ def test_v4_sessions_copied_there_and_back_keep_their_bytes_and_dumps(v4_root: P
 
 def test_v3_sessions_copy_as_pis_upgrade_would_write_them(v3_root: Path, tmp_path: Path) -> None:
     there, back = tmp_path / "there", tmp_path / "back"
-    first = copied(ok(run("copy", str(v3_root), f"jsonl://{there}", "--verify", "--json", cwd=tmp_path)))
+    # pi's import (compatibility=pi), without the CLI context rules the default import adds
+    first = copied(ok(run("copy", f"jsonl://{v3_root}?compatibility=pi", f"jsonl://{there}", "--verify", "--json",
+                          cwd=tmp_path)))
     second = copied(ok(run("copy", str(there), str(back), "--verify", "--json", cwd=tmp_path)))
     originals = {header_id(path): path for path in v3_sessions()}
     assert set(first) == set(second) == set(originals)
@@ -169,7 +171,8 @@ def test_accepted_files_copy_with_the_same_dump(source: Path, tmp_path: Path) ->
     folder.mkdir(parents=True)
     shutil.copy(source, folder / source.name)
     rows = json.loads(
-        ok(run("copy", str(tmp_path / "src"), str(tmp_path / "there"), "--verify", "--json", cwd=tmp_path))
+        ok(run("copy", f"jsonl://{tmp_path / 'src'}?compatibility=pi", str(tmp_path / "there"), "--verify", "--json",
+               cwd=tmp_path))
     )
     assert [(row["status"], row["message"]) for row in rows] == [("copied", "verified")]
     (final,) = (tmp_path / "there").rglob("*.jsonl")
@@ -264,7 +267,7 @@ def test_through_memory_and_back_keeps_the_dump(
     text = source.read_text(encoding="utf-8")
     clock = ReplayClock()
     with (
-        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}") as origin,
+        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}?compatibility=pi") as origin,
         sessiontree.open_repo("memory://", now=clock) as memory,
         sessiontree.open_repo(f"jsonl://{tmp_path / 'back'}") as back,
     ):
@@ -306,7 +309,7 @@ def test_verify_reports_timestamps_a_commit_clock_cannot_replay(
     shutil.copy(DECREASING_TIMESTAMPS, folder / DECREASING_TIMESTAMPS.name)
     clock = ReplayClock()
     with (
-        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}") as origin,
+        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}?compatibility=pi") as origin,
         sessiontree.open_repo("memory://", now=clock) as memory,
     ):
         (outcome,) = copy_sessions(origin, memory, verify=True, clock=clock)
@@ -383,7 +386,8 @@ def test_a_huge_seq_gap_is_kept_in_jsonl_and_refused_through_commits(tmp_path: P
     folder.mkdir(parents=True)
     (folder / "gap.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
     (row,) = json.loads(
-        ok(run("copy", str(tmp_path / "src"), str(tmp_path / "there"), "--verify", "--json", cwd=tmp_path))
+        ok(run("copy", f"jsonl://{tmp_path / 'src'}?compatibility=pi", str(tmp_path / "there"), "--verify", "--json",
+               cwd=tmp_path))
     )
     assert row["status"] == "copied"
     (final,) = (tmp_path / "there").rglob("*.jsonl")
@@ -414,7 +418,7 @@ def test_a_repository_offering_restore_committed_is_given_the_committed_writes(t
     folder.mkdir(parents=True)
     shutil.copy(FIXTURES / "v4" / "multi-write.jsonl", folder / "multi-write.jsonl")
     with (
-        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}") as origin,
+        sessiontree.open_repo(f"jsonl://{tmp_path / 'src'}?compatibility=pi") as origin,
         sessiontree.open_repo(f"jsonl://{tmp_path / 'there'}") as inner,
     ):
         destination = _RestoringRepo(inner)

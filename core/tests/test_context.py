@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from sessiontree.context import (
+    ContextEdit,
+    ContextRules,
     build_context_entries,
     build_session_context,
     session_entry_to_context_messages,
@@ -338,3 +340,94 @@ def test_context_matches_pi_for_every_fixture_branch(dump_path: Path) -> None:
                 build_session_context(path)
         else:
             assert build_session_context(path) == expected, f"branch {name!r} of {dump_path.name}"
+
+
+# --- context edits, kept ranges and rules (sessions imported from the pi CLI) ----------------------
+
+
+def edit_projector(entry: CustomEntry) -> ContextEdit:
+    assert isinstance(entry.data, dict)
+    return ContextEdit(entry.data["target"], entry.data["replacement"])
+
+
+EDITS = {"edit": edit_projector}
+
+
+def test_the_latest_edit_of_a_target_omits_or_replaces_its_content() -> None:
+    question = message_entry(user("q"))
+    answer = message_entry(assistant("stop"))
+    other = message_entry(user("keep"))
+    path = [
+        question,
+        answer,
+        other,
+        custom("edit", {"target": answer.id, "replacement": "first"}),
+        custom("edit", {"target": answer.id, "replacement": "second"}),
+        custom("edit", {"target": question.id, "replacement": None}),
+    ]
+    context = build_session_context(path, entry_projectors=EDITS)
+    # A string for an assistant message becomes one text block; the edited message is a new object.
+    assert context == [{**assistant("stop"), "content": [{"type": "text", "text": "second"}]}, user("keep")]
+    assert answer.message == assistant("stop")
+
+
+def test_an_edit_replaces_user_content_as_given_and_leaves_summaries_alone() -> None:
+    question = message_entry(user("q"))
+    summary = committed(BranchSummaryEntry, summary="S", from_id=None)
+    path = [
+        question,
+        summary,
+        custom("edit", {"target": question.id, "replacement": [{"type": "text", "text": "new"}]}),
+        custom("edit", {"target": summary.id, "replacement": "ignored"}),
+    ]
+    context = build_session_context(path, entry_projectors=EDITS)
+    assert context[0] == {**user("q"), "content": [{"type": "text", "text": "new"}]}
+    assert context[1]["role"] == "branchSummary" and context[1]["summary"] == "S"  # type: ignore[index]
+
+
+def kept_range_compaction(first_kept: str, parent: str, **extra: JsonValue) -> CompactionEntry:
+    result: CompactionEntry = committed(
+        CompactionEntry, parent_id=parent, summary="S", retained_tail=[], tokens_before=7, from_hook=False,
+        extra={"firstKeptEntryId": first_kept, **extra},
+    )
+    return result
+
+
+def test_a_kept_range_compaction_keeps_its_entries_without_system_messages_behind_its_checkpoint() -> None:
+    old = message_entry(user("old"))
+    kept = message_entry(user("kept"))
+    system = message_entry({"role": "system", "content": "rules", "timestamp": 1})
+    answer = message_entry(assistant("stop"))
+    checkpoint = {"role": "system", "content": "snapshot", "timestamp": 2}
+    folded = kept_range_compaction(kept.id, answer.id, systemMessage=checkpoint)
+    after = message_entry(user("after"))
+    edit_of_kept = custom("edit", {"target": kept.id, "replacement": "edited"})
+    path = [old, kept, system, answer, folded, after, edit_of_kept]
+    assert build_context_entries(path) == [folded, kept, answer, after, edit_of_kept]
+    summary = {"role": "compactionSummary", "summary": "S", "tokensBefore": 7, "timestamp": folded.timestamp}
+    assert build_session_context(path, entry_projectors=EDITS) == [
+        checkpoint, summary, {**user("kept"), "content": "edited"}, assistant("stop"), user("after"),
+    ]
+
+
+def test_an_older_compaction_inside_a_kept_range_projects_nothing_and_self_reference_keeps_nothing() -> None:
+    first = message_entry(user("q1"))
+    older = kept_range_compaction(first.id, first.id)
+    second = message_entry(user("q2"))
+    newest = kept_range_compaction(first.id, second.id)
+    assert [m["role"] for m in build_session_context([first, older, second, newest])] == [  # type: ignore[index]
+        "compactionSummary", "user", "user",
+    ]
+    nothing = committed(CompactionEntry, id="keeps-nothing", parent_id=second.id, summary="N", retained_tail=[],
+                        tokens_before=1, from_hook=False, extra={"firstKeptEntryId": "keeps-nothing"})
+    assert [m["role"] for m in build_session_context([first, second, nothing])] == ["compactionSummary"]  # type: ignore[index]
+
+
+def test_rules_keep_failed_turns() -> None:
+    failed = message_entry(assistant("error"))
+    tail_failed = compaction("S", [assistant("aborted")])
+    assert build_session_context([failed]) == []
+    assert build_session_context([failed], rules=ContextRules(keep_failed_turns=True)) == [assistant("error")]
+    assert build_session_context([tail_failed], rules=ContextRules(keep_failed_turns=True))[1:] == [
+        assistant("aborted")
+    ]

@@ -121,7 +121,8 @@ def test_inventory_reads_complete_body_lines_only() -> None:
 
 
 def test_known_namespaces_are_always_scanned() -> None:
-    assert "pi.branch.tip" in KNOWN_VALUE_NAMESPACES and len(KNOWN_VALUE_NAMESPACES) == 10
+    assert "pi.branch.tip" in KNOWN_VALUE_NAMESPACES and len(KNOWN_VALUE_NAMESPACES) == 11
+    assert "sessiontree.context.rules" in KNOWN_VALUE_NAMESPACES
 
 
 def test_js_sorted_uses_utf16_code_units() -> None:

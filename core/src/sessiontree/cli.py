@@ -4,7 +4,7 @@ Every subcommand is a :class:`Command` in one registry (:func:`register_command`
 help, a function that adds its arguments to an :mod:`argparse` subparser, and a function that runs it
 and returns the exit status. Built in:
 
-* ``sessiontree dump PATH_OR_URL [--session ID] [--normalize]`` prints the canonical dump of a session
+* ``sessiontree dump PATH_OR_URL [--session ID] [--normalize] [--compatibility pi|extended]`` prints the canonical dump of a session
   (:mod:`sessiontree.dump`), exactly as the pi oracle's ``dump`` does;
 * ``sessiontree commit PATH_OR_URL [--session ID] [--cwd CWD]`` reads one JSON array of pi-shaped
   input writes per stdin line, commits each array as one transaction and prints each commit result
@@ -136,20 +136,27 @@ def _read_file_text(session: Any) -> str | None:
 
 @contextlib.contextmanager
 def _open_target(
-    target: str, session_id: str | None, *, cwd: str | None = None, create: bool = False
+    target: str,
+    session_id: str | None,
+    *,
+    cwd: str | None = None,
+    create: bool = False,
+    compatibility: str | None = None,
 ) -> Iterator[_Target]:
     """Open the session ``target`` names (creating it in a repository when ``create``), and close it
-    and its repository afterwards."""
+    and its repository afterwards. ``compatibility`` (``pi``/``extended``) selects how a JSONL
+    repository reads legacy v3 files."""
     if _is_url(target):
         if session_id is None:
             raise CommandError(f"{target} is a repository: name the session with --session ID")
-        repo = open_repo(target)
+        repo = open_repo(_with_compatibility(target, compatibility))
     else:
         if session_id is not None:
             raise CommandError("--session applies to repository URLs; a session file names its session itself")
         if not os.path.exists(target):
             raise CommandError(f"No such session file: {target}")
-        repo = open_repo(local_path_url("jsonl", os.path.dirname(os.path.abspath(target))))
+        url = local_path_url("jsonl", os.path.dirname(os.path.abspath(target)))
+        repo = open_repo(_with_compatibility(url, compatibility))
     try:
         if _is_url(target):
             session = _open_by_id(repo, target, session_id, cwd=cwd, create=create)  # type: ignore[arg-type]
@@ -164,6 +171,12 @@ def _open_target(
             session.close()
     finally:
         repo.close()
+
+
+def _with_compatibility(url: str, compatibility: str | None) -> str:
+    if compatibility is None:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}compatibility={compatibility}"
 
 
 def _open_by_id(repo: Any, url: str, session_id: str, *, cwd: str | None, create: bool) -> Any:
@@ -196,10 +209,16 @@ def _configure_dump(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace importer-minted ids (UUIDv7 ids absent from the session file) with #<seq>",
     )
+    parser.add_argument(
+        "--compatibility",
+        choices=("extended", "pi"),
+        help="how a legacy v3 session file is read: 'pi' exactly as pi-agent-core 0.87.1 imports it, "
+        "'extended' (the default) as the pi CLI reads it",
+    )
 
 
 def _run_dump(args: argparse.Namespace) -> int:
-    with _open_target(args.target, args.session) as target:
+    with _open_target(args.target, args.session, compatibility=args.compatibility) as target:
         text = target.file_text
         inventory = jsonl_inventory(text) if text is not None else _storage_inventory(target.session)
         dump = dump_session(target.session, inventory=inventory)

@@ -61,8 +61,10 @@ KNOWN_VALUE_NAMESPACES: tuple[str, ...] = (
     "pi.op.state",
     "pi.pending.entry",
     "pi.pending.tool_output",
+    "sessiontree.context.rules",
 )
-"""The value namespaces every dump scans, whether or not the session has them."""
+"""The value namespaces every dump scans, whether or not the session has them (the last one holds how
+a session imported from the pi CLI builds its context: :data:`sessiontree.context.CONTEXT_RULES`)."""
 
 _LIST_READ = ListReadOptions(limit=10_000)
 _UUIDV7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")

@@ -13,6 +13,7 @@ from typing import Literal
 
 import attrs
 
+from .context import CONTEXT_RULES
 from .contracts import BranchFork
 from .errors import ForkError
 from .model import ABSENT, Absent, JsonValue
@@ -155,6 +156,8 @@ def project_fork_value(
         return idle_lane_state() if tree or key == plan.branch else DROP
     if namespace == "pi.result" or namespace.startswith(("pi.op.", "pi.pending.")):
         return DROP
+    if namespace == CONTEXT_RULES.namespace:
+        return value  # how the copied entries build their context (sessiontree.context)
     if namespace == "pi" or namespace.startswith("pi."):
         raise ForkError(f"Unknown reserved fork namespace: {namespace}")
     return value if tree else DROP

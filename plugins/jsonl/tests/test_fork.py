@@ -186,10 +186,10 @@ def test_branch_fork_of_a_v3_file_streams_the_import(fs: LocalFileSystem, tmp_pa
         u2 = legacy.entry_id_of("u2")
     lines = [jsjson.loads(line) for line in destination.read_text().splitlines()]
     assert lines[0] == {"v": 4, "kind": "header", "id": "d", "storageVersion": 1, "createdAt": 1785405700000,
-                        "cwd": V3_CWD, "parentSessionId": V3_ID, "nextSeq": 17}
+                        "cwd": V3_CWD, "parentSessionId": V3_ID, "nextSeq": 18}
     copied = {line["seq"] for line in lines[1:]}
     by_seq = {r["seq"]: r for r in records}
-    assert copied == {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16}  # not the sibling u3 (seq 10)
+    assert copied == {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17}  # not the sibling u3 (seq 10)
     # Copies keep the importer's records (and their key order); tip and idle state are unchanged here.
     assert [jsjson.dumps(line) for line in lines[1:]] == [jsjson.dumps(by_seq[s]) for s in sorted(copied)]
     assert result.entry_count == 9

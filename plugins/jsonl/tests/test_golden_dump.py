@@ -10,10 +10,12 @@ import pytest
 
 from sessiontree.dump import dump_session, format_dump, jsonl_inventory, normalize_dump
 from sessiontree.fs import LocalFileSystem
+from sessiontree_jsonl.legacy_v3 import LegacyV3Options
 from sessiontree_jsonl.storage import JsonlStorage
 from sessiontree_conformance.golden import pi_fixtures
 
 FIXTURES = pi_fixtures()
+PI_COMPATIBLE = LegacyV3Options(compatibility="pi")
 
 
 def _sessions() -> list[Path]:
@@ -49,7 +51,8 @@ def test_dump_equals_the_oracle_dump(path: Path, tmp_path: Path) -> None:
     before = copy.read_bytes()
     text = before.decode("utf-8", "replace")
     # parentSession paths are relative to the file's folder: the oracle's FileSystem cwd.
-    with JsonlStorage.open(str(copy), fs=LocalFileSystem(tmp_path)) as storage:
+    # pi's dumps of v3 files are pi's import: compare in pi compatibility (no CLI context additions).
+    with JsonlStorage.open(str(copy), fs=LocalFileSystem(tmp_path), legacy_options=PI_COMPATIBLE) as storage:
         dump = dump_session(storage, inventory=jsonl_inventory(text))
         legacy = storage.is_legacy_v3()
     if legacy:

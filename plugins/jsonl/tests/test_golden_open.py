@@ -24,6 +24,7 @@ from sessiontree_jsonl.legacy_v3 import LegacyV3Options
 from sessiontree_conformance.golden import pi_fixtures
 
 FIXTURES = pi_fixtures()
+PI_COMPATIBLE = LegacyV3Options(compatibility="pi")
 
 # Node's JSON.parse error texts next to the equivalent text of our parser (the first cause below pi's
 # own message). Keys are V8's exact texts from the fixtures; values are regexes for ours.
@@ -150,7 +151,8 @@ def test_fixture_opens_to_pis_state(fixture: Path, copy_of: Any) -> None:
     dump = _load_json(fixture.with_name(fixture.name[: -len(".jsonl")] + ".dump.json"))
     path = copy_of(fixture)
     before = path.read_bytes()
-    with JsonlStorage.open(path.name, fs=LocalFileSystem(path.parent)) as storage:
+    # pi's state of a v3 file is its import: read it in pi compatibility (no CLI context additions).
+    with JsonlStorage.open(path.name, fs=LocalFileSystem(path.parent), legacy_options=PI_COMPATIBLE) as storage:
         got = dump_state(storage, dump)
     if dump["legacyV3"]:
         got = _normalize(got, fixture.read_text(encoding="utf-8", errors="replace"))

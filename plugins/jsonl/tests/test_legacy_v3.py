@@ -30,6 +30,19 @@ ACCEPTED_V3 = sorted((FIXTURES / "accepted").glob("v3-*.jsonl"))
 ERRORS_V3 = sorted((FIXTURES / "errors").glob("v3-*.jsonl"))
 RECORD_ERRORS = [p for p in ERRORS_V3 if not p.name.startswith("v3-header-")]
 PI_ONLY_ERRORS = {"v3-type-usage.jsonl", "v3-type-context-edit.jsonl", "v3-compaction-keep-nothing.jsonl"}
+# What the pi CLI reads and extended mode therefore reads too: lines it skips, records of types it does
+# not know, parents that are not in the file (roots), firstKeptEntryId off the path or absent (keep nothing).
+CLI_TOLERATED = {
+    "v3-blank-interior-line.jsonl",
+    "v3-trailing-blank-line.jsonl",
+    "v3-invalid-json-line.jsonl",
+    "v3-type-missing.jsonl",
+    "v3-type-unknown.jsonl",
+    "v3-missing-parent.jsonl",
+    "v3-parent-field-absent.jsonl",
+    "v3-compaction-first-kept-off-branch.jsonl",
+    "v3-compaction-no-first-kept.jsonl",
+}
 UUIDV7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"pi fixtures not found at {FIXTURES}")
@@ -69,10 +82,23 @@ def message(record_id: str, parent: str | None, role: str = "user", **extra: Any
     }
 
 
+def without_cli_context_additions(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records minus what extended mode adds for the CLI's context semantics: the rules value and
+    the kept-range keys of compactions."""
+    kept = []
+    for record in records:
+        if record["kind"] == "value" and record["namespace"] == "sessiontree.context.rules":
+            continue
+        if record.get("type") == "compaction":
+            record = {k: v for k, v in record.items() if k not in ("firstKeptEntryId", "systemMessage")}
+        kept.append(record)
+    return kept
+
+
 @pytest.mark.parametrize("path", V3_FILES + ACCEPTED_V3, ids=lambda p: p.name)
-def test_import_matches_pi_entries_values_header_and_usage(path: Path) -> None:
+def test_pi_compatibility_import_matches_pi_entries_values_header_and_usage(path: Path) -> None:
     expected = json.loads(path.with_suffix(".dump.json").read_text(encoding="utf-8"))
-    source, records = read_all(path)
+    source, records = read_all(path, compatibility="pi")
     ids = {r["id"]: f"#{r['seq']}" for r in records if r["kind"] == "entry"}
     entries = [normalized({k: v for k, v in r.items() if k != "kind"}, ids) for r in records if r["kind"] == "entry"]
     # Key order matters (the upgrade writes these objects verbatim): compare JSON texts.
@@ -87,6 +113,19 @@ def test_import_matches_pi_entries_values_header_and_usage(path: Path) -> None:
     assert jsjson.dumps(source.header) == jsjson.dumps(expected["header"])
     assert jsjson.dumps(source.imported_usage) == jsjson.dumps(expected["stats"]["usage"])
     assert source.next_seq == expected["header"]["nextSeq"]
+
+
+@pytest.mark.parametrize("path", V3_FILES + ACCEPTED_V3, ids=lambda p: p.name)
+def test_extended_import_adds_only_the_cli_context_semantics(path: Path) -> None:
+    _, pi_records = read_all(path, compatibility="pi")
+    source, records = read_all(path)
+    pi_entries = [r for r in pi_records if r["kind"] == "entry"]
+    assert without_cli_context_additions(records)[: len(pi_entries)] == pi_entries
+    rules = [r for r in records if r["kind"] == "value" and r["namespace"] == "sessiontree.context.rules"]
+    assert [r["value"] for r in rules] == [{"keepFailedTurns": True}]
+    for record in records:
+        if record.get("type") == "compaction":  # a harness file keeps the 0.74-0.83 tail semantics
+            assert isinstance(record.get("firstKeptEntryId"), str) != source.harness_records
 
 
 @pytest.mark.parametrize("path", V3_FILES, ids=lambda p: p.name)
@@ -111,8 +150,19 @@ def test_pi_compatibility_fails_with_pis_message(path: Path) -> None:
         assert str(caught.value.__cause__) == expected["cause"][0]
 
 
+@pytest.mark.parametrize("path", [p for p in RECORD_ERRORS if p.name in CLI_TOLERATED], ids=lambda p: p.name)
+def test_extended_compatibility_reads_what_the_cli_tolerates(path: Path) -> None:
+    _, records = read_all(path)
+    entries = {r["id"]: r for r in records if r["kind"] == "entry"}
+    # A closed tree: every parent is an imported entry or none, and the tip is one of them.
+    assert all(r["parentId"] is None or r["parentId"] in entries for r in entries.values())
+    (tip,) = [r["value"] for r in records if r.get("namespace") == "pi.branch.tip"]
+    assert tip is None or tip in entries
+    assert read_all(path)[1] == records  # the same reading every time
+
+
 @pytest.mark.parametrize(
-    "path", [p for p in RECORD_ERRORS if p.name not in PI_ONLY_ERRORS], ids=lambda p: p.name
+    "path", [p for p in RECORD_ERRORS if p.name not in PI_ONLY_ERRORS | CLI_TOLERATED], ids=lambda p: p.name
 )
 def test_extended_compatibility_keeps_every_other_pi_error(path: Path) -> None:
     expected = json.loads(path.with_suffix(".expected.json").read_text(encoding="utf-8"))
@@ -124,9 +174,14 @@ def test_extended_compatibility_keeps_every_other_pi_error(path: Path) -> None:
 def test_invalid_headers_are_not_v3_headers(path: Path) -> None:
     line = path.read_text(encoding="utf-8").split("\n")[0]
     if path.name == "v3-header-no-newline.jsonl":
-        assert is_legacy_v3_header(jsjson.loads(line))  # valid JSON header, refused for its missing LF
+        assert is_legacy_v3_header(jsjson.loads(line))  # valid JSON header, refused by pi for its missing LF
         with pytest.raises(LegacyV3Error):
-            read_all(path)
+            read_all(path, compatibility="pi")
+        assert read_all(path)[1][-2:] == [  # the CLI reads an unterminated last line that parses
+            {"kind": "value", "op": "set", "namespace": "pi.branch.tip", "key": "main", "value": None, "seq": 1},
+            {"kind": "value", "op": "set", "namespace": "sessiontree.context.rules", "key": "",
+             "value": {"keepFailedTurns": True}, "seq": 2},
+        ]
     else:
         assert not is_legacy_v3_header(jsjson.loads(line))
 
@@ -182,6 +237,8 @@ def test_torn_final_line_is_ignored_and_the_file_left_alone(tmp_path: Path) -> N
         f.write('{"type":"message","id":"b","parentId":"a"')
     before = path.read_bytes()
     _, records = read_all(path)
+    assert [r["kind"] for r in records] == ["entry", "value", "value"]
+    _, records = read_all(path, compatibility="pi")
     assert [r["kind"] for r in records] == ["entry", "value"]
     assert path.read_bytes() == before
 
@@ -261,3 +318,59 @@ def test_js_arithmetic_of_imported_usage(tmp_path: Path) -> None:
     source, _ = read_all(path)
     assert source.imported_usage["input"] == "01"
     assert source.imported_usage["output"] == 0
+
+
+# --- what extended mode reads as the pi CLI does -----------------------------------------------------
+
+
+def test_skipped_lines_unknown_types_and_missing_parents_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        message("a", None),
+        {"type": "future_record", "id": "f", "parentId": "a", "timestamp": "x"},
+        message("b", "f"),
+        message("c", "gone"),
+    )
+    text = path.read_text().replace("\n", "\n\n   \n{not json\nnull\n", 1)
+    path.write_text(text)
+    source, records = read_all(path)
+    entries = {r["id"]: r for r in records if r["kind"] == "entry"}
+    a, b, c = (source.entry_id_of(x) for x in "abc")
+    assert entries[b]["parentId"] == a  # through the unknown record, as through a discarded one
+    assert entries[c]["parentId"] is None  # a parent the file does not have: a root, where the CLI stops
+    assert source.entry_id_of("f") == a and not source.is_retained("f")
+    tip = next(r for r in records if r.get("namespace") == "pi.branch.tip")
+    assert tip["value"] == c
+    with pytest.raises(LegacyV3Error, match="Invalid legacy v3 JSONL record: not valid JSON"):
+        read_all(path, compatibility="pi")
+
+
+def test_a_forward_parent_is_still_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, message("a", "b"), message("b", None))
+    with pytest.raises(LegacyV3Error, match="Legacy v3 entry a has a missing or forward parent at line 2: b"):
+        read_all(path)
+
+
+def test_v1_records_get_positional_ids_and_a_compaction_its_first_kept_entry(tmp_path: Path) -> None:
+    header = {"type": "session", "id": "old", "timestamp": "2025-01-10T09:00:00.000Z", "cwd": "/w"}
+    lines = [
+        header,
+        {"type": "message", "timestamp": "2025-01-10T09:00:01.000Z", "message": {"role": "user", "content": "q1"}},
+        {"type": "message", "timestamp": "2025-01-10T09:00:02.000Z",
+         "message": {"role": "hookMessage", "customType": "x", "content": "hi", "display": True}},
+        {"type": "compaction", "timestamp": "2025-01-10T09:00:03.000Z", "summary": "S", "tokensBefore": 1,
+         "firstKeptEntryIndex": 2},
+        {"type": "compaction", "timestamp": "2025-01-10T09:00:04.000Z", "summary": "T", "tokensBefore": 1,
+         "firstKeptEntryIndex": 9},
+    ]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("".join(jsjson.dumps(line) + "\n" for line in lines))
+    source, records = read_all(path)
+    assert source.legacy_header.version is None
+    entries = [r for r in records if r["kind"] == "entry"]
+    assert [source.entry_id_of(f"{n:08x}") for n in (1, 2, 3, 4)] == [e["id"] for e in entries]
+    assert [e["parentId"] for e in entries] == [None, *[e["id"] for e in entries[:-1]]]
+    assert entries[1]["message"]["role"] == "custom"  # v2 -> v3: hookMessage
+    assert entries[2]["firstKeptEntryId"] == entries[1]["id"]  # index 2 = the second record
+    assert entries[3]["firstKeptEntryId"] == entries[3]["id"]  # out of range: the CLI keeps nothing
+    assert path.read_text() == "".join(jsjson.dumps(line) + "\n" for line in lines)  # never rewritten

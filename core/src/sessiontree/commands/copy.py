@@ -48,10 +48,16 @@ def run_copy(
     verify: bool,
     replace: bool,
     as_json: bool,
+    describe: Callable[[SessionRepo], dict[str, str]] | None = None,
 ) -> int:
-    """Copy, print the outcomes (a table, or JSON) and return the exit status (1 unless all went well)."""
+    """Copy, print the outcomes (a table, or JSON) and return the exit status (1 unless all went well).
+
+    ``describe`` reads the source repository before the copy and returns a note per session id (what
+    ``import-pi`` found in each file), printed as a ``found`` column / ``"format"`` key.
+    """
     clock = ReplayClock()
     with open_repo(source_url) as source, open_destination(destination_url, clock) as destination:
+        notes = {} if describe is None else describe(source)
         with _progress(
             lambda: len(source.list()) if ids is None else len(ids), enabled=not as_json
         ) as advance:
@@ -59,9 +65,13 @@ def run_copy(
                 source, destination, ids=ids, verify=verify, replace=replace, clock=clock, progress=advance
             )
     if as_json:
-        print_json([outcome.to_json() for outcome in outcomes])
+        rows = [outcome.to_json() for outcome in outcomes]
+        for row in rows:
+            if row["id"] in notes:
+                row["format"] = notes[row["id"]]  # type: ignore[index]
+        print_json(rows)
     else:
-        _print_outcomes(outcomes, source_url, destination_url)
+        _print_outcomes(outcomes, source_url, destination_url, notes)
     return 0 if all(outcome.ok for outcome in outcomes) else 1
 
 
@@ -89,7 +99,9 @@ def _progress(count: Callable[[], int], *, enabled: bool) -> Iterator[Callable[[
         yield advance
 
 
-def _print_outcomes(outcomes: list[CopyOutcome], source_url: str, destination_url: str) -> None:
+def _print_outcomes(
+    outcomes: list[CopyOutcome], source_url: str, destination_url: str, notes: dict[str, str]
+) -> None:
     console = stdout_console()
     if not outcomes:
         console.print(f"No sessions to copy in {source_url}")
@@ -97,10 +109,13 @@ def _print_outcomes(outcomes: list[CopyOutcome], source_url: str, destination_ur
     table = Table(title=f"{source_url} → {destination_url}", title_justify="left")
     table.add_column("session", overflow="fold")
     table.add_column("result")
+    if notes:
+        table.add_column("found", overflow="fold")
     table.add_column("details", overflow="fold")
     for outcome in outcomes:
+        found = [Text(notes.get(outcome.id, ""))] if notes else []
         table.add_row(
-            Text(outcome.id), Text(outcome.status, style=_STYLES[outcome.status]), Text(outcome.message)
+            Text(outcome.id), Text(outcome.status, style=_STYLES[outcome.status]), *found, Text(outcome.message)
         )
     console.print(table)
     counts: dict[str, int] = {}

@@ -169,7 +169,7 @@ def _check_file(path: str, *, repair: bool) -> Iterator[Finding]:
     if legacy:
         try:
             JsonlStorage.open(path, legacy_options=LegacyV3Options(compatibility="pi")).close()
-        except LegacyV3Error as error:
+        except StorageFormatError as error:  # LegacyV3Error, or a v1/v2 header pi does not import
             yield Finding(
                 kind="pi-incompatible",
                 severity="error",
@@ -179,7 +179,7 @@ def _check_file(path: str, *, repair: bool) -> Iterator[Finding]:
                 line=error.line,
                 cause=(
                     *_causes(error),
-                    "pi 0.87.1 cannot import this v3 file; sessiontree's extended importer can",
+                    "pi 0.87.1 cannot import this pi CLI file; sessiontree's extended importer can",
                 ),
             )
     torn = _torn_tail(path)
@@ -246,7 +246,8 @@ def _torn_finding(
             path=path,
             session=session,
             line=lines + 1,
-            message=message + "; pi and sessiontree ignore it in a v3 file, and it is left in place",
+            message=message + "; pi ignores it in a v3 file (sessiontree, like the pi CLI, reads it when it "
+            "parses), and it is left in place",
         )
     repaired = _cut_torn_tail(path, size, cut) if repair else None
     return Finding(

@@ -1,7 +1,9 @@
-"""``sessiontree import-pi``: copy a pi CLI sessions directory (v3 and format 4) into a repository.
+"""``sessiontree import-pi``: copy a pi sessions directory into a repository.
 
-The directory is read through the ``jsonl`` backend, which never writes while reading: v3 files are
-imported in memory (nothing is upgraded in place) and torn tails are left as they are.
+The directory is read through the ``jsonl`` backend, which never writes while reading: pi CLI files
+(v3, and v1/v2 migrated in memory), pi-agent-core 0.74–0.83 harness files (v3 with ``leaf`` records) and
+format-4 files are imported in memory (nothing is upgraded in place) and torn tails are left as they are.
+The outcome names, per session, the format its file was read as.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import argparse
 import os
 
 from ..cli import Command, register_command
+from ..contracts import SessionRepo
 from ..urls import local_path_url
 from .common import UsageError, add_examples, is_url, repository_url
 from .copy import add_transfer_options, run_copy
 
-__all__ = ["DEFAULT_PI_SESSIONS", "pi_sessions_url"]
+__all__ = ["DEFAULT_PI_SESSIONS", "pi_sessions_url", "source_formats"]
 
 DEFAULT_PI_SESSIONS = os.path.join("~", ".pi", "agent", "sessions")
 """Where pi's coding agent keeps its sessions (``<dir>/--<cwd>--/<file>.jsonl``)."""
@@ -31,6 +34,24 @@ def pi_sessions_url(directory: str | None) -> str:
             f"(default {DEFAULT_PI_SESSIONS})"
         )
     return local_path_url("jsonl", os.path.abspath(path))
+
+
+def source_formats(repo: SessionRepo) -> dict[str, str]:
+    """Per session id, the format its file was read as (the storage's ``source_format()``), or the
+    error that kept it from opening."""
+    formats: dict[str, str] = {}
+    for metadata in repo.list():
+        try:
+            session = repo.open(metadata)
+        except Exception as error:  # reported per file; the copy reports the failure too
+            formats[metadata.id] = f"unreadable: {error}"
+            continue
+        try:
+            describe = getattr(getattr(session, "storage", None), "source_format", None)
+            formats[metadata.id] = describe() if callable(describe) else "unknown"
+        finally:
+            session.close()
+    return formats
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -60,13 +81,15 @@ def _run(args: argparse.Namespace) -> int:
         verify=args.verify,
         replace=args.replace,
         as_json=args.json,
+        describe=source_formats,
     )
 
 
 register_command(
     Command(
         name="import-pi",
-        help="import a pi CLI sessions directory (v3 and format 4) into a repository without modifying it",
+        help="import a pi sessions directory (CLI v1-v3, harness 0.74-0.83 v3, format 4) into a repository "
+        "without modifying it; reports the format of each file",
         configure=_configure,
         run=_run,
     )

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JsonlBackend"]
 
-_QUERY_OPTIONS = ("durability", "cwd")
+_QUERY_OPTIONS = ("durability", "cwd", "compatibility")
 
 
 class JsonlBackend:
@@ -37,6 +37,8 @@ class JsonlBackend:
     keyword's older name) is the working directory recorded for sessions created without one, which
     also picks their directory in pi's layout; without it, the process's current directory at the
     time the backend is made. ``fs`` overrides the file system; ``now`` is the clock (Unix ms).
+    ``?compatibility=pi`` (or ``legacy_options``) reads legacy v3 files exactly as pi 0.87.1 imports them;
+    the default ``extended`` reads them as the pi CLI does.
     """
 
     name: str = "jsonl"
@@ -64,6 +66,7 @@ class JsonlBackend:
         query_cwd: str | None = None
         if url is not None:
             root, fs, query_durability, query_cwd = self._from_url(url, fs, filesystem_options)
+            legacy_options = self._legacy_options_from_url(url, legacy_options)
         else:
             root = os.fspath(path)  # type: ignore[arg-type]
         if durability is not None and query_durability is not None and durability != query_durability:
@@ -112,6 +115,21 @@ class JsonlBackend:
         if query_cwd == "":
             raise PluginError(f"Invalid JSONL URL {url!r}: cwd= names no directory")
         return root, fs, parsed.query.get("durability"), query_cwd
+
+    @staticmethod
+    def _legacy_options_from_url(url: str, given: LegacyV3Options | None) -> LegacyV3Options | None:
+        """``?compatibility=pi|extended``: how legacy v3 files are read (:class:`LegacyV3Options`)."""
+        compatibility = parse_url(url).query.get("compatibility")
+        if compatibility is None:
+            return given
+        if compatibility not in ("pi", "extended"):
+            raise PluginError(f"Invalid JSONL URL {url!r}: compatibility must be 'pi' or 'extended', got {compatibility!r}")
+        if given is not None and given.compatibility != compatibility:
+            raise PluginError(
+                f"Invalid JSONL URL {url!r}: compatibility={compatibility!r} contradicts "
+                f"legacy_options.compatibility={given.compatibility!r}"
+            )
+        return given or LegacyV3Options(compatibility=compatibility)
 
     def open_repo(self) -> JsonlSessionRepo:
         """A :class:`~sessiontree_jsonl.JsonlSessionRepo` over the root (created on first write)."""

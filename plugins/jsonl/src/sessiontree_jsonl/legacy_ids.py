@@ -6,15 +6,22 @@ open, so labels, tips and fork entry ids taken from one read-only open are wrong
 version 7, variant ``10`` — but takes the remaining 74 bits from SHA-256 of the session id and the legacy
 record id. The same file therefore yields the same ids on every open, in every process, and after the
 upgrade to format 4 the frozen ids are the ones every earlier read-only open already showed.
+
+A legacy id of 8 lower-case hex digits (what the pi CLI and pi-agent-core 0.74–0.83 mint) becomes the
+last 8 digits of its UUIDv7, as pi-agent-core 0.81+ derived its 8-hex ids from ``uuidv7().slice(-8)``:
+an export back to the CLI (:func:`cli_id_of`) then gives every imported entry its original id.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 from sessiontree.ids import MAX_UUIDV7_TIMESTAMP
 
 __all__ = ["LegacyIdKey", "legacy_id_key", "legacy_uuidv7"]
+
+_CLI_ID = re.compile(r"[0-9a-f]{8}")
 
 _TIMESTAMP_RANGE_MESSAGE = f"UUIDv7 timestamp must be an integer between 0 and {MAX_UUIDV7_TIMESTAMP}"
 _DOMAIN = b"sessiontree/legacy-v3-id/1\x00"
@@ -63,5 +70,7 @@ def legacy_uuidv7(session_id: str, legacy_id: str, timestamp_ms: object) -> str:
     data[7] = digest[1]
     data[8] = 0x80 | (digest[2] & 0x3F)
     data[9:16] = digest[3:10]
+    if _CLI_ID.fullmatch(legacy_id):
+        data[12:16] = bytes.fromhex(legacy_id)
     text = data.hex()
     return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"

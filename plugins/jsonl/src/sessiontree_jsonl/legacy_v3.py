@@ -11,24 +11,37 @@ over one open file handle, as pi does (pi-formats.md §5):
    (key order ``kind,id,parentId,seq,timestamp,type,…``), then the derived values (``kind,op,namespace,
    key,value,seq``), exactly what pi's upgrade writes as single-object lines.
 
-Where sessiontree does better than pi 0.87.1, and how (``compatibility="extended"``, the default):
+Where sessiontree does better than pi 0.87.1, and how (``compatibility="extended"``, the default, reads
+what the pi CLI 1.6.0 and the pi-agent-core 0.74–0.83 harness read, with their context):
 
 * **Stable ids.** pi mints random ids on every open; here each retained record gets a UUIDv7 carrying
   its legacy timestamp and bits hashed from (session id, legacy id) — see :mod:`.legacy_ids` — so the
-  same file has the same ids on every open and after the upgrade.
+  same file has the same ids on every open and after the upgrade. An 8-hex legacy id is its last 8 digits.
+* **The CLI's lines** (:mod:`.legacy_v3_records`): blank, unparsable and ``null`` lines are skipped, as
+  are such lines before the header; a last line without LF counts when it parses; v1/v2 files are
+  migrated in memory. Records of unknown types (with a string id) are read like discarded ones, and a
+  JSON value without a string id is no record (when last, the tip is ``null``, the CLI's empty context).
+  A parent not in the file makes a root (where the CLI's path stops); a forward parent stays an error.
 * **The CLI's ``usage`` records** (cache warming: ``{kind, provider, model, usage}``) are kept as custom
   entries ``customType: "legacy_v3.usage"`` whose ``data`` holds every field of the record except
   ``type``/``id``/``parentId``/``timestamp``; their ``usage`` joins the imported usage total when it is an
   object with a ``cost`` object.
 * **The CLI's ``context_edit`` records** (``{targetId, replacement}``) are kept as custom entries
   ``customType: "legacy_v3.context_edit"`` with the same ``data`` rule, ``targetId`` mapped to the
-  imported id of its target (``null`` when it has none) and the original in ``legacyTargetId``. Custom
-  entries never reach the context on their own, so the edit is preserved, not applied; a host may
-  register an entry projector for it.
-* **Keep-nothing compactions** (``firstKeptEntryId`` equal to the compaction's own id, what the CLI
-  writes for "keep nothing") import with an empty ``retainedTail``.
+  imported id of its target (``null`` when it has none) and the original in ``legacyTargetId``. The JSONL
+  plugin registers an entry projector (:mod:`.legacy_v3_context`) through which the core applies them.
+* **The CLI's compactions** also get the extra keys ``firstKeptEntryId`` (the imported entry where the
+  kept range starts; the compaction itself when nothing is kept, off-path or keep-nothing) and
+  ``systemMessage``, so the core builds the CLI's context (:mod:`sessiontree.context`); their
+  ``retainedTail`` is pi's. A value ``sessiontree.context.rules`` = ``{"keepFailedTurns": true}`` keeps
+  failed assistant turns, as the CLI and the harness do.
+* **Harness files** (records only 0.74–0.83 wrote: ``leaf``, ``active_tools_change``, a compaction's
+  ``retainedTail``; :attr:`LegacyV3Source.harness_records`): a ``leaf`` record moves the head to its
+  ``targetId`` and is no entry (an unknown target: read as the CLI reads it); a compaction without
+  ``firstKeptEntryId`` keeps its own ``retainedTail``; compactions keep the harness's tail semantics.
 
-``compatibility="pi"`` reproduces pi 0.87.1 exactly: those three fail the whole file with pi's messages.
+``compatibility="pi"`` reproduces pi 0.87.1 exactly: everything above beyond stable ids fails the whole
+file with pi's messages, and no rules value or compaction key is added.
 Offset-less timestamps are read in ``local_timezone`` (UTC by default, see :mod:`.legacy_dates`).
 """
 
@@ -42,6 +55,7 @@ from typing import Any, Literal
 import attrs
 
 from sessiontree import jsjson
+from sessiontree.context import CONTEXT_RULES
 from sessiontree.errors import StorageFormatError
 from sessiontree.fs import FileHandle, FileSystem, TextLine
 from sessiontree.model import ABSENT, JsonValue
@@ -50,6 +64,7 @@ from sessiontree.writes import Write
 
 from .legacy_dates import js_date_parse
 from .legacy_ids import LegacyIdKey, legacy_id_key, legacy_uuidv7
+from .legacy_v3_records import SKIPPED, Migration, ParsedLine, iter_records, parse_lenient
 from .lines import iter_handle_lines
 
 __all__ = [
@@ -61,6 +76,7 @@ __all__ = [
     "LegacyV3Source",
     "is_legacy_v3_header",
     "parse_legacy_v3_header",
+    "read_lenient_header",
     "resolve_legacy_parent",
 ]
 
@@ -198,21 +214,25 @@ class LegacyV3Header:
     created_at: int
     cwd: str
     parent_session: str | None = None
+    version: int | None = 3
+    """3, or the older version the CLI migrates from (1, 2, ``None`` when absent)."""
 
 
 def parse_legacy_v3_header(
-    value: JsonValue, *, local_timezone: _dt.tzinfo = _dt.timezone.utc
+    value: JsonValue, *, local_timezone: _dt.tzinfo = _dt.timezone.utc, migratable: bool = False
 ) -> LegacyV3Header | None:
     """The header if ``value`` is a valid v3 header (pi's ``isLegacyV3SessionHeader``), else ``None``.
 
     Requires ``type: "session"``, ``version`` the number 3, string ``id`` and ``cwd``, a ``Date.parse``-able
-    ``timestamp`` and an absent or string ``parentSession``; other keys are ignored.
+    ``timestamp`` and an absent or string ``parentSession``; other keys are ignored. ``migratable`` also
+    accepts the v1 and v2 headers the CLI migrates (``version`` absent, 1 or 2).
     """
     if not isinstance(value, dict) or value.get("type") != "session":
         return None
-    version = value.get("version")
+    version = value.get("version", None)
     if isinstance(version, bool) or not isinstance(version, (int, float)) or version != 3:
-        return None
+        if not (migratable and (version is None or (type(version) is int and version in (1, 2)))):
+            return None
     session_id, cwd, parent = value.get("id"), value.get("cwd"), value.get("parentSession", ABSENT)
     if not isinstance(session_id, str) or not isinstance(cwd, str):
         return None
@@ -222,7 +242,11 @@ def parse_legacy_v3_header(
     if created_at is None:
         return None
     return LegacyV3Header(
-        id=session_id, created_at=created_at, cwd=cwd, parent_session=None if parent is ABSENT else parent
+        id=session_id,
+        created_at=created_at,
+        cwd=cwd,
+        parent_session=None if parent is ABSENT else parent,
+        version=None if version is None else int(version),
     )
 
 
@@ -284,6 +308,8 @@ class _Record:
 class _CompactionPlan:
     first_kept: LegacyIdKey | None
     keep_nothing: bool
+    stored_tail: list[JsonValue] | None = None
+    """The harness's own ``retainedTail`` (0.74-0.83 compactions without ``firstKeptEntryId``)."""
 
 
 class LegacyV3Source:
@@ -308,6 +334,10 @@ class LegacyV3Source:
         self._name: object = ABSENT
         self._labels: list[tuple[object, object]] = []
         self._size = 0
+        self._header_line = 1
+        self.harness_records = False
+        """Whether the file has records only pi-agent-core 0.74-0.83 wrote (``leaf``,
+        ``active_tools_change``, a compaction's ``retainedTail``): its context follows that harness."""
         self.entry_count = 0
         """Number of retained records (format-4 entries)."""
         self.imported_usage: dict[str, Any] = _empty_usage()
@@ -341,18 +371,14 @@ class LegacyV3Source:
         try:
             size = handle.size()
             lines = iter_handle_lines(handle, limit=size)
-            first = next(lines, None)
-            header = None
-            if first is not None and first.terminated:
-                try:
-                    header = parse_legacy_v3_header(jsjson.loads(first.text), local_timezone=options.local_timezone)
-                except jsjson.JSONDecodeError:
-                    header = None
-            if header is None:
+            found = _find_header(lines, options)
+            if found is None:
                 raise LegacyV3Error(f"Invalid legacy v3 JSONL header: {path}", path=path, line=1)
+            header, header_line = found
             source = cls(handle, path, header, options)
             source._size = size
-            source._take_inventory(lines)
+            source._header_line = header_line
+            source._take_inventory(source._iter_records(lines))
             source._derive_values()
             if header.parent_session is not None:
                 source.parent_fields = resolve_legacy_parent(
@@ -413,40 +439,66 @@ class LegacyV3Source:
     def _error(self, message: str, line: int | None = None) -> LegacyV3Error:
         return LegacyV3Error(message, path=self.path, line=line)
 
-    def _take_inventory(self, lines: Iterator[TextLine]) -> None:
-        extended = self.options.compatibility == "extended"
+    def _iter_records(self, lines: Iterator[TextLine]) -> Iterator[ParsedLine]:
+        """The records after the header, read strictly (pi) or leniently (the CLI), migrated from v1/v2."""
+        migration = Migration(self.legacy_header.version)
+        for parsed in iter_records(
+            lines, first_line=self._header_line + 1, lenient=self._lenient, parse_strict=_parse_record
+        ):
+            yield ParsedLine(parsed.line, migration.apply(parsed.value)) if migration.needed else parsed
+
+    @property
+    def _lenient(self) -> bool:
+        return self.options.compatibility == "extended"
+
+    def _take_inventory(self, records: Iterator[ParsedLine]) -> None:
+        lenient = self._lenient
         final: _Record | None = None
         name: object = ABSENT
         labels: list[tuple[object, object]] = []
         usage = self.imported_usage
-        line_number = 1
-        for line in lines:
-            line_number += 1
-            if not line.terminated:
-                break  # a torn final line is ignored (and left in place)
-            record = _parse_record(line.text)
+        dangling: list[tuple[_Record, LegacyIdKey, object]] = []
+        for parsed in records:
+            line_number, record = parsed.line, parsed.value
             record_type = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
-            if not isinstance(record_type, str) or not (
-                record_type in _RETAINED or record_type in _DISCARDED or (extended and record_type in _EXTENDED)
-            ):
+            known = isinstance(record_type, str) and (
+                record_type in _RETAINED or record_type in _DISCARDED or (lenient and record_type in _EXTENDED)
+            )
+            if not known and not lenient:
                 raise self._error(f"Unsupported legacy v3 record type: {jsjson.template_string(record_type)}", line_number)
+            legacy_id = record.get("id", ABSENT) if isinstance(record, dict) else ABSENT
+            if not known and not isinstance(legacy_id, str):
+                # The CLI keeps a JSON value without a string id as an entry nothing can reach; when it
+                # is the last one, the CLI's leaf is undefined and its context is empty.
+                self._ordered.append(_Record(legacy_id_key(legacy_id), legacy_id, record_type, None, line_number))
+                final = None
+                continue
             assert isinstance(record, dict)
-            legacy_id = record.get("id", ABSENT)
             key = legacy_id_key(legacy_id)
             if key in self._records:
                 raise self._error(f"Duplicate legacy v3 entry id: {jsjson.template_string(legacy_id)}", line_number)
             parent_id = record.get("parentId", ABSENT)
             parent: _Record | None = None
-            if parent_id is not None:
+            target = record.get("targetId", ABSENT)
+            if record_type == "leaf" and lenient and (target is None or legacy_id_key(target) in self._records):
+                # pi-agent-core 0.74-0.83: a leaf line moves the head to its target (pi-versions.md §4).
+                # (A target not in the file is read as the CLI reads it: an unknown record.)
+                self.harness_records = True
+                parent_id = None
+                parent = None if target is None else self._records[legacy_id_key(target)]
+            elif parent_id is not None:
                 parent = self._records.get(legacy_id_key(parent_id))
                 if parent is None:
-                    raise self._error(
-                        f"Legacy v3 entry {jsjson.template_string(legacy_id)} has a missing or forward parent at line "
-                        f"{line_number}: {jsjson.template_string(parent_id)}",
-                        line_number,
-                    )
+                    if not lenient:
+                        raise self._error(
+                            f"Legacy v3 entry {jsjson.template_string(legacy_id)} has a missing or forward parent at line "
+                            f"{line_number}: {jsjson.template_string(parent_id)}",
+                            line_number,
+                        )
             entry = _Record(key, legacy_id, record_type, parent, line_number)
-            if record_type in _DISCARDED:
+            if parent is None and parent_id is not None:
+                dangling.append((entry, legacy_id_key(parent_id), parent_id))
+            if not known or record_type in _DISCARDED:
                 entry.mapped_id = None if parent is None else parent.mapped_id
             else:
                 if legacy_id is None:
@@ -469,6 +521,8 @@ class LegacyV3Source:
                 labels.append((record.get("targetId", ABSENT), record.get("label", ABSENT)))
             elif record_type in _LANE_KINDS:
                 entry.lane_value = _lane_value(record_type, record)
+                if record_type == "active_tools_change":
+                    self.harness_records = True
             elif record_type == "message":
                 message = record.get("message", ABSENT)
                 if _js_get(message, "role") in ("assistant", "toolResult"):
@@ -485,6 +539,13 @@ class LegacyV3Source:
                 record_usage = record.get("usage", ABSENT)
                 if isinstance(record_usage, dict) and isinstance(record_usage.get("cost"), dict):
                     usage = _add_usage(usage, record_usage)
+        for entry, parent_key, parent_id in dangling:
+            if parent_key in self._records:  # a forward parent could close a cycle: refuse it
+                raise self._error(
+                    f"Legacy v3 entry {jsjson.template_string(entry.legacy_id)} has a missing or forward parent at line "
+                    f"{entry.line}: {jsjson.template_string(parent_id)}",
+                    entry.line,
+                )
         self.imported_usage = usage
         self._final = final
         self._name = name
@@ -493,11 +554,14 @@ class LegacyV3Source:
 
     def _plan_compaction(self, entry: _Record, record: dict[str, Any]) -> None:
         first_kept = record.get("firstKeptEntryId", ABSENT)
-        keep_nothing = self.options.compatibility == "extended" and first_kept is not ABSENT and (
-            legacy_id_key(first_kept) == entry.key
-        )
+        tail = record.get("retainedTail", ABSENT)
+        if self._lenient and tail is not ABSENT:
+            self.harness_records = True
+        lenient_keep_nothing = self._lenient and (first_kept is ABSENT or legacy_id_key(first_kept) == entry.key)
         self._compactions[entry.key] = _CompactionPlan(
-            first_kept=None if first_kept is ABSENT else legacy_id_key(first_kept), keep_nothing=keep_nothing
+            first_kept=None if first_kept is ABSENT else legacy_id_key(first_kept),
+            keep_nothing=lenient_keep_nothing,
+            stored_tail=tail if self._lenient and first_kept is ABSENT and isinstance(tail, list) else None,
         )
 
     def _mark_needed(self) -> None:
@@ -543,6 +607,9 @@ class LegacyV3Source:
         if lane is not None:
             values.append(("pi.lane.config", "main", lane))
             values.append(("pi.lane.state", "main", dict(_IDLE_LANE_STATE, inbox=[])))
+        if self._lenient:
+            # The CLI and the 0.74-0.83 harness keep failed assistant turns in the context.
+            values.append((CONTEXT_RULES.namespace, CONTEXT_RULES.key, {"keepFailedTurns": True}))
         first = self.entry_count + 1
         self._values = [
             {"kind": "value", "op": "set", "namespace": ns, "key": key, "value": value, "seq": first + i}
@@ -578,26 +645,20 @@ class LegacyV3Source:
         matches the inventory.
         """
         lines = iter_handle_lines(self._handle, limit=self._size)
-        first = next(lines, None)
-        header = None
-        if first is not None and first.terminated:
-            try:
-                header = parse_legacy_v3_header(jsjson.loads(first.text), local_timezone=self.options.local_timezone)
-            except jsjson.JSONDecodeError:
-                header = None
+        found = _find_header(lines, self.options)
+        header = None if found is None else found[0]
         if header is None or header.id != self.legacy_header.id or header.cwd != self.legacy_header.cwd:
             raise self._error("Legacy v3 source header changed")
+        records = self._iter_records(lines)
         projections: dict[LegacyIdKey, JsonValue] = {}
         for expected in self._ordered:
-            line = next(lines, None)
-            if line is None or not line.terminated:
+            parsed = next(records, None)
+            if parsed is None:
                 raise self._error("Legacy v3 source ended before captured entries")
-            record = _parse_record(line.text)
-            if (
-                not isinstance(record, dict)
-                or record.get("type", ABSENT) != expected.type
-                or legacy_id_key(record.get("id", ABSENT)) != expected.key
-            ):
+            record = parsed.value
+            record_type = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
+            record_id = record.get("id", ABSENT) if isinstance(record, dict) else ABSENT
+            if record_type != expected.type or legacy_id_key(record_id) != expected.key:
                 raise self._error("Legacy v3 source changed", expected.line)
             if expected.seq is None:
                 continue
@@ -653,6 +714,9 @@ class LegacyV3Source:
                 usage=get("usage", ABSENT),
                 fromHook=_nullish(get("fromHook", ABSENT), False),
             )
+            if self._lenient and not self.harness_records:
+                # The CLI's kept range, for the core's context building (sessiontree.context docs).
+                out.update(firstKeptEntryId=self._first_kept_entry(entry), systemMessage=get("systemMessage", ABSENT))
         elif kind == "custom":
             out.update(type="custom", customType=get("customType", ABSENT), data=get("data", ABSENT))
         else:  # the CLI's usage / context_edit records (extended compatibility)
@@ -693,6 +757,20 @@ class LegacyV3Source:
             )
         return ABSENT
 
+    def _first_kept_entry(self, compaction: _Record) -> str | None:
+        """The imported id where the CLI's kept range of ``compaction`` starts on its path: the first
+        retained record at or after ``firstKeptEntryId``, or the compaction itself when nothing is kept."""
+        plan = self._compactions[compaction.key]
+        nearest_retained = compaction
+        walker = compaction.parent
+        while walker is not None and plan.first_kept is not None:
+            if walker.seq is not None:
+                nearest_retained = walker
+            if walker.key == plan.first_kept:
+                return nearest_retained.mapped_id
+            walker = walker.parent
+        return compaction.mapped_id
+
     def _legacy_id_of(self, key: LegacyIdKey) -> object:
         """The legacy id behind a key (for messages), also for ids no record has."""
         record = self._records.get(key)
@@ -703,6 +781,8 @@ class LegacyV3Source:
 
     def _retained_tail(self, entry: _Record, projections: dict[LegacyIdKey, JsonValue]) -> list[JsonValue]:
         plan = self._compactions[entry.key]
+        if plan.stored_tail is not None:
+            return list(plan.stored_tail)
         if plan.keep_nothing:
             return []
         tail: list[JsonValue] = []
@@ -715,11 +795,41 @@ class LegacyV3Source:
                 tail.reverse()
                 return tail
             walker = walker.parent
+        if self._lenient:
+            return []  # the CLI keeps nothing when firstKeptEntryId is not on the path
         first_kept = "undefined" if plan.first_kept is None else jsjson.template_string(self._legacy_id_of(plan.first_kept))
         raise self._error(
             f"Legacy v3 compaction {jsjson.template_string(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
             entry.line,
         )
+
+
+def read_lenient_header(handle: FileHandle, options: LegacyV3Options) -> LegacyV3Header | None:
+    """The header the pi CLI finds in an open file (see :func:`_find_header`; ``None`` in pi compatibility
+    unless line 1 is a v3 header)."""
+    found = _find_header(iter_handle_lines(handle), options)
+    return None if found is None else found[0]
+
+
+def _find_header(lines: Iterator[TextLine], options: LegacyV3Options) -> tuple[LegacyV3Header, int] | None:
+    """The header and its line number: line 1 for pi; for the CLI the first line that parses (blank and
+    unparsable lines before it are skipped), which may also be a v1/v2 header the CLI migrates."""
+    lenient = options.compatibility == "extended"
+    for number, line in enumerate(lines, start=1):
+        if not lenient:
+            if not line.terminated:
+                return None
+            try:
+                value = jsjson.loads(line.text)
+            except jsjson.JSONDecodeError:
+                return None
+        else:
+            value = parse_lenient(line.text)
+            if value is SKIPPED:
+                continue
+        header = parse_legacy_v3_header(value, local_timezone=options.local_timezone, migratable=lenient)
+        return None if header is None else (header, number)
+    return None
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sessiontree.contracts import Capabilities
-from sessiontree.hookspecs import BackendSpec, RegisterBackend, hookimpl
+from sessiontree.hookspecs import BackendSpec, RegisterBackend, RegisterEntryProjector, hookimpl
 
 CAPABILITIES = Capabilities(
     supports_reopen=True,
@@ -26,3 +26,9 @@ def register_backends(register: RegisterBackend) -> None:
             description="pi's JSONL format 4: one file per session, byte-compatible with pi 0.87.1.",
         )
     )
+
+
+@hookimpl
+def register_entry_projectors(register: RegisterEntryProjector) -> None:
+    # The effect of the pi CLI's context_edit records, which the v3 importer keeps as custom entries.
+    register("legacy_v3.context_edit", "sessiontree_jsonl.legacy_v3_context:project_context_edit")

@@ -50,7 +50,7 @@ from .confinement import confined_session_path, link_out_of_root
 from .fork import fork_session_file
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
-from .legacy_v3 import LegacyV3Options, resolve_legacy_parent
+from .legacy_v3 import LegacyV3Options, read_lenient_header, resolve_legacy_parent
 from .naming import SESSION_FILE_EXTENSION, session_directory_name, session_file_name, session_file_suffix
 from .storage import JsonlStorage
 
@@ -486,10 +486,22 @@ class JsonlSessionRepo:
         try:
             header = parse_session_header(line.text, local_timezone=self.legacy_options.local_timezone)
         except (ValueError, StorageValidationError):
-            return None
+            header = self._read_lenient_header(info.path)
+            if header is None:
+                return None
         if isinstance(header, JsonlHeader):
             return header.metadata(path=info.path, modified_at=info.mtime_ms)
         return self._legacy_metadata(header, info, parents)
+
+    def _read_lenient_header(self, path: str) -> LegacyV3Header | None:
+        """A v1/v2 header, or a header after lines the pi CLI skips (extended compatibility only)."""
+        if self.legacy_options.compatibility == "pi":
+            return None
+        handle = self.fs.open_file(path)
+        try:
+            return read_lenient_header(handle, self.legacy_options)
+        finally:
+            handle.close()
 
     def _legacy_metadata(
         self, header: LegacyV3Header, info: FileInfo, parents: dict[str, dict[str, str]]

@@ -37,6 +37,7 @@ from sessiontree.expectations import Expectations
 from sessiontree.errors import (
     SessionExistsError,
     StorageConflictError,
+    StorageFormatError,
     StorageIOError,
     UnsupportedOperationError,
 )
@@ -62,7 +63,7 @@ from sessiontree.writes import EntryWrite, UsageWrite, Write
 
 from .header import JsonlHeader
 from .io import Durability, check_durability, io_error, io_errors, publish_atomically, remove_stale_temp_files
-from .legacy_v3 import LegacyV3Header, LegacyV3Options, LegacyV3Source
+from .legacy_v3 import LegacyV3Error, LegacyV3Header, LegacyV3Options, LegacyV3Source
 from .loading import Generation, catch_up, load_generation, parse_header, read_header_line
 from .locking import locked_session_file
 from .replay import EntrySource, LazyEntryNode, as_engine_node
@@ -146,7 +147,18 @@ class JsonlStorage:
             with io_errors("Failed to read JSONL storage", display):
                 line = read_header_line(handle)
             options = legacy_options or LegacyV3Options()
-            header = parse_header(line, display, local_timezone=options.local_timezone)
+            try:
+                header = parse_header(line, display, local_timezone=options.local_timezone)
+            except StorageFormatError as error:
+                if options.compatibility == "pi":
+                    raise
+                # The CLI also opens v1/v2 files and skips unparsable lines before the header.
+                try:
+                    return cls._open_legacy(fs, absolute, display, handle, now, durability, options)
+                except LegacyV3Error as legacy_error:
+                    if legacy_error.line == 1 and str(legacy_error).startswith("Invalid legacy v3 JSONL header"):
+                        raise error from error.__cause__
+                    raise
             if isinstance(header, LegacyV3Header):
                 return cls._open_legacy(fs, absolute, display, handle, now, durability, options)
             with io_errors("Failed to read JSONL storage", display):
@@ -271,6 +283,17 @@ class JsonlStorage:
     @property
     def durability(self) -> Durability:
         return self._durability
+
+    def source_format(self) -> str:
+        """Which format the file was read as: ``format 4``; ``v3 (pi CLI)``, ``v1``/``v2 (pi CLI, migrated in
+        memory)``; ``v3 (pi-agent-core 0.74-0.83 harness)`` for files with its ``leaf``/``active_tools_change``."""
+        if self._legacy is None:
+            return "format 4"
+        source = self._legacy.source
+        version = source.legacy_header.version
+        if version != 3:
+            return f"v{1 if version is None else version} (pi CLI, migrated in memory)"
+        return "v3 (pi-agent-core 0.74-0.83 harness)" if source.harness_records else "v3 (pi CLI)"
 
     def is_legacy_v3(self) -> bool:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""
