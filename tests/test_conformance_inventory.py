@@ -199,4 +199,4 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     extra_names = _names(extras)
     assert {_defining_class(item) for item in extras} == {StorageExtraSuite, StorageStateMachineSuite}
     assert len(extra_names) == 10, f"storage extras changed: {sorted(extra_names)}"
-    assert "test_random_operations_match_the_memory_oracle" in extra_names
+    assert "test_random_operations_match_the_reference_model" in extra_names

@@ -13,7 +13,7 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = "--sessiontree-hypothesis-examples=60"
-STATE_MACHINE = "test_random_operations_match_the_memory_oracle"
+STATE_MACHINE = "test_random_operations_match_the_reference_model"
 
 STORAGE_SUITE = "StorageSuite"
 REPO_SUITES = "SessionRepoSuite, RepoStreamingForkSuite"

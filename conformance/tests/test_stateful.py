@@ -1,4 +1,4 @@
-"""The state machine compares like the contract does: seqs need only increase, timestamps are per commit."""
+"""The state machine compares with the reference model like the contract does: seqs need only increase, timestamps are per commit."""
 
 from __future__ import annotations
 
@@ -102,10 +102,10 @@ def _run(make_backend: Callable[[], Any]) -> None:
         backend = make_backend()
         return backend, backend.close
 
-    run_state_machine_as_test(lambda: StorageStateMachine(open_backend, MemoryStorage()), settings=FAST)
+    run_state_machine_as_test(lambda: StorageStateMachine(open_backend), settings=FAST)
 
 
-def test_memory_matches_the_memory_oracle() -> None:
+def test_memory_matches_the_reference_model() -> None:
     _run(MemoryStorage)
 
 

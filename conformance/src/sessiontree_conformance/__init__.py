@@ -17,7 +17,7 @@ A backend's whole conformance file::
         known_divergences = {"test_some_case": "why, and the issue tracking it"}
 
 Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageExtraSuite` and the state machine
-against the memory oracle; :class:`StoragePiSuite` is the 21 alone), :class:`SessionRepoSuite` (pi's 17
+against the reference model; :class:`StoragePiSuite` is the 21 alone), :class:`SessionRepoSuite` (pi's 17
 default repository cases), :class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the
 per-group mixins they are made of.
 """
@@ -79,4 +79,4 @@ __all__ = [
 
 
 class StorageSuite(StoragePiSuite, StorageExtraSuite, StorageStateMachineSuite):
-    """Every storage test: pi's 21 cases, :class:`StorageExtraSuite` and the memory-oracle state machine."""
+    """Every storage test: pi's 21 cases, :class:`StorageExtraSuite` and the reference-model state machine."""

@@ -1,9 +1,10 @@
-"""A Hypothesis state machine comparing a backend's Storage with the memory oracle.
+"""A Hypothesis state machine comparing a backend's Storage with the reference model.
 
 Random commits mix the six write kinds, valid and invalid (duplicate ids, missing or usage parents,
 forward references, bad raw addresses); random reads use every query with random options. After every
-step the backend must return what :class:`sessiontree_memory.MemoryStorage` returns, or raise an error
-of the same contract class.
+step the backend must return what :class:`~sessiontree_conformance.reference.ReferenceStorage` (the
+oracle: a naive model written from pi-core.md, sharing no code with the engine) returns, or raise an
+error of the same contract class.
 
 Seqs and timestamps are backend-assigned, so the backend's are translated into the oracle's before
 comparing: the contract requires strictly increasing seqs (not contiguous ones) and one timestamp per
@@ -62,6 +63,7 @@ from sessiontree.writes import (
 from .builders import usage, user_entry
 from .fixtures import BaseConformanceFixtures
 from .plugin import DEFAULT_HYPOTHESIS_EXAMPLES, HYPOTHESIS_EXAMPLES_OPTION
+from .reference import ReferenceStorage
 
 __all__ = ["StorageStateMachine", "StorageStateMachineSuite", "error_class"]
 
@@ -128,11 +130,11 @@ class StorageStateMachine(RuleBasedStateMachine):
     """Runs the same operations on ``backend`` and ``oracle`` storages and compares every outcome."""
 
     def __init__(
-        self, open_backend: Callable[[], tuple[Storage, Callable[[], None]]], oracle: Storage
+        self, open_backend: Callable[[], tuple[Storage, Callable[[], None]]], oracle: Storage | None = None
     ) -> None:
         super().__init__()
         self.backend, self._close_backend = open_backend()
-        self.oracle = oracle
+        self.oracle: Storage = ReferenceStorage() if oracle is None else oracle
         self.seqs = _SeqSpace()
         self.backend_timestamps: dict[int, int] = {}  # backend seq of an entry -> its commit's timestamp
         self.oracle_timestamps: dict[int, int] = {}  # oracle seq of an entry -> its commit's timestamp
@@ -203,16 +205,16 @@ class StorageStateMachine(RuleBasedStateMachine):
         except Exception as error:  # noqa: BLE001 - compared below
             if expected_error is None:
                 raise AssertionError(
-                    f"{describe()}: backend raised {error!r}, the memory oracle returned {expected!r}"
+                    f"{describe()}: backend raised {error!r}, the reference model returned {expected!r}"
                 ) from error
             assert error_class(error) is error_class(expected_error), (
                 f"{describe()}: backend raised {error_class(error).__name__} ({error}), "
-                f"the memory oracle {error_class(expected_error).__name__} ({expected_error})"
+                f"the reference model {error_class(expected_error).__name__} ({expected_error})"
             )
             return None
         if expected_error is not None:
             raise AssertionError(
-                f"{describe()}: backend returned {got!r}, the memory oracle raised {expected_error!r}"
+                f"{describe()}: backend returned {got!r}, the reference model raised {expected_error!r}"
             ) from expected_error
         return got, expected
 
@@ -222,7 +224,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             return
         got, expected = outcome
         assert self._translate(got) == self._oracle_shape(expected), (
-            f"{describe()}: backend returned {got!r}, the memory oracle {expected!r}"
+            f"{describe()}: backend returned {got!r}, the reference model {expected!r}"
         )
 
     # --- drawing inputs ----------------------------------------------------------------------
@@ -390,7 +392,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             elif isinstance(write, UsageWrite):
                 self.usage_ids.append(write.row.id)
         assert got.stats == expected.stats, (
-            f"commit stats {got.stats!r}, the memory oracle {expected.stats!r}"
+            f"commit stats {got.stats!r}, the reference model {expected.stats!r}"
         )
 
     @rule(data=st.data())
@@ -513,14 +515,12 @@ class StorageStateMachine(RuleBasedStateMachine):
 
 
 class StorageStateMachineSuite(BaseConformanceFixtures):
-    """Random operation sequences compared against the memory oracle (an extra, not a pi case)."""
+    """Random operation sequences compared against the reference model (an extra, not a pi case)."""
 
-    def test_random_operations_match_the_memory_oracle(
+    def test_random_operations_match_the_reference_model(
         self, backend: Backend, request: pytest.FixtureRequest
     ) -> None:
-        """Every result and every error class equals the memory oracle's, for random commits and reads."""
-        from sessiontree_memory import MemoryStorage
-
+        """Every result and every error class equals the reference model's, for random commits and reads."""
         examples = request.config.getoption(HYPOTHESIS_EXAMPLES_OPTION, default=DEFAULT_HYPOTHESIS_EXAMPLES)
 
         def open_backend() -> tuple[Storage, Callable[[], None]]:
@@ -536,7 +536,7 @@ class StorageStateMachineSuite(BaseConformanceFixtures):
 
         run_state_machine_as_test(
             # Hypothesis types this as a class; any zero-argument factory works (as in zarr).
-            lambda: StorageStateMachine(open_backend, MemoryStorage()),  # type: ignore[arg-type]
+            lambda: StorageStateMachine(open_backend),  # type: ignore[arg-type]
             settings=settings(
                 max_examples=examples,
                 stateful_step_count=STEPS_PER_EXAMPLE,
