@@ -16,10 +16,10 @@ A backend's whole conformance file::
     class TestMyRepo(MyFixtures, SessionRepoSuite, RepoStreamingForkSuite):
         known_divergences = {"test_some_case": "why, and the issue tracking it"}
 
-Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageExtraSuite` and the state machine
-against the reference model; :class:`StoragePiSuite` is the 21 alone), :class:`SessionRepoSuite` (pi's 17
-default repository cases), :class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the
-per-group mixins they are made of.
+Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageSemanticsSuite`,
+:class:`StorageExtraSuite` and the state machine against the reference model; :class:`StoragePiSuite` is
+the 21 alone), :class:`SessionRepoSuite` (pi's 17 default repository cases),
+:class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the per-group mixins they are made of.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from .storage import (
     StorageLifecycleSuite,
     StorageListsSuite,
     StoragePiSuite,
+    StorageSemanticsSuite,
     StorageSerializationSuite,
     StorageTransactionsSuite,
     StorageUsageAndStatsSuite,
@@ -68,6 +69,7 @@ __all__ = [
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",
+    "StorageSemanticsSuite",
     "StorageSerializationSuite",
     "StorageStateMachine",
     "StorageStateMachineSuite",
@@ -78,5 +80,6 @@ __all__ = [
 ]
 
 
-class StorageSuite(StoragePiSuite, StorageExtraSuite, StorageStateMachineSuite):
-    """Every storage test: pi's 21 cases, :class:`StorageExtraSuite` and the reference-model state machine."""
+class StorageSuite(StoragePiSuite, StorageSemanticsSuite, StorageExtraSuite, StorageStateMachineSuite):
+    """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite` and the
+    reference-model state machine."""
