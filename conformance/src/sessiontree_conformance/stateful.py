@@ -65,7 +65,7 @@ from .fixtures import BaseConformanceFixtures
 from .plugin import DEFAULT_HYPOTHESIS_EXAMPLES, HYPOTHESIS_EXAMPLES_OPTION
 from .reference import ReferenceStorage
 
-__all__ = ["StorageStateMachine", "StorageStateMachineSuite", "error_class"]
+__all__ = ["StorageStateMachine", "StorageStateMachineSuite", "error_class", "machine_settings"]
 
 STEPS_PER_EXAMPLE = 30
 
@@ -82,12 +82,28 @@ CONTRACT_ERRORS: tuple[type[BaseException], ...] = (
 """Most specific first: an error is compared by the first of these it is an instance of."""
 
 
-def error_class(error: BaseException) -> type[BaseException]:
+def error_class(
+    error: BaseException, classes: tuple[type[BaseException], ...] = CONTRACT_ERRORS
+) -> type[BaseException]:
     """The contract class an error is compared by (its own type when it is no sessiontree error)."""
-    for cls in CONTRACT_ERRORS:
+    for cls in classes:
         if isinstance(error, cls):
             return cls
     return type(error)
+
+
+def machine_settings(examples: int, steps: int) -> settings:
+    """The Hypothesis settings the suite's state machines run with."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        # The explain phase re-runs shrunk examples many times over; it is slow and adds little.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
 
 
 # --- strategies --------------------------------------------------------------------------------
@@ -537,18 +553,5 @@ class StorageStateMachineSuite(BaseConformanceFixtures):
         run_state_machine_as_test(
             # Hypothesis types this as a class; any zero-argument factory works (as in zarr).
             lambda: StorageStateMachine(open_backend),  # type: ignore[arg-type]
-            settings=settings(
-                max_examples=examples,
-                stateful_step_count=STEPS_PER_EXAMPLE,
-                deadline=None,
-                database=None,
-                report_multiple_bugs=False,
-                # The explain phase re-runs shrunk examples many times over; it is slow and adds little.
-                phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-                suppress_health_check=[
-                    HealthCheck.too_slow,
-                    HealthCheck.filter_too_much,
-                    HealthCheck.data_too_large,
-                ],
-            ),
+            settings=machine_settings(examples, STEPS_PER_EXAMPLE),
         )

@@ -3,7 +3,9 @@
 They pin behaviour pi-core.md states but no pi case checks: failed forks leave nothing behind, forks
 never touch their source, unknown and open sessions are refused, one id has one winner under a thread
 race, a granted mutation may still commit while its session closes, and sessions survive reopening the
-repository where the backend claims persistence.
+repository where the backend claims persistence. The session rules of :mod:`.session_rules` (pending
+assistants refused by a mutation's commit, ``create_branch``'s refusals, the session state machine) are
+part of it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ..builders import (
 from ..harness import OPERATION_TIMEOUT
 from ._support import RepoSuiteBase, current_value, listed_ids, wait_until_closing
 from .forks import commit, custom, scoped_values_source_writes
+from .session_rules import RepoSessionRulesSuite
 
 __all__ = ["RepoExtraSuite", "SessionDump", "dump_session"]
 
@@ -113,7 +116,7 @@ def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None
     return outcomes
 
 
-class RepoExtraSuite(RepoSuiteBase):
+class RepoExtraSuite(RepoSessionRulesSuite, RepoSuiteBase):
     """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
 
     def test_failed_forks_leave_no_destination_and_release_their_ids(self, repo: SessionRepo) -> None:
