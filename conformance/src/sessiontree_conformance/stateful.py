@@ -22,7 +22,13 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
 from sessiontree.contracts import Backend, Storage
 from sessiontree.errors import (
@@ -93,23 +99,24 @@ def error_class(
 
 
 def machine_settings(examples: int, steps: int) -> settings:
-    """The Hypothesis settings the suite's state machines run with."""
+    """The Hypothesis settings the suite's state machines run with (on top of the active profile)."""
     return settings(
         max_examples=examples,
         stateful_step_count=steps,
         deadline=None,
         database=None,
         report_multiple_bugs=False,
-        # The explain phase re-runs shrunk examples many times over; it is slow and adds little.
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        # The active profile's phases, without explain: it re-runs shrunk examples many times over, which
+        # is slow and adds little.
+        phases=[phase for phase in settings.default.phases if phase is not Phase.explain],
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
     )
 
 
 # --- strategies --------------------------------------------------------------------------------
 
-NAMESPACES = ("test.ns", "test.other", "pi.test")
-KEYS = ("", "a", "a/b", "a/c", "b", "\ue000", "\U00010000", "é")
+NAMESPACES = ("test.ns", "test.ns.sub", "test.other")  # one namespace prefixes another
+KEYS = ("", "a", "a/b", "a/c", "b", "é", "\ue000", "\uffff", "\U00010000", "\U0001f600")
 BAD_ADDRESS_PARTS = (("", "a"), ("bad\x00ns", "a"), ("test.ns", "a\x00"))
 ENTRY_TYPES = ("message", "custom", "compaction", "branch_summary", "future_type")
 CUSTOM_TYPES = ("note", "marker")
@@ -156,6 +163,13 @@ class StorageStateMachine(RuleBasedStateMachine):
         self.oracle_timestamps: dict[int, int] = {}  # oracle seq of an entry -> its commit's timestamp
         self.entry_ids: list[str] = []
         self.usage_ids: list[str] = []
+        # What committed, in the oracle's seq space: drawn bounds, cursors, stops and addresses land on
+        # real rows most of the time, where off-by-one bugs show.
+        self.parents: dict[str, str | None] = {}
+        self.entry_seqs: list[int] = []
+        self.usage_seqs: list[int] = []
+        self.element_seqs: dict[tuple[str, str], list[int]] = {}
+        self.value_addresses: list[Address] = []
         self.fresh = 0
         self.last_backend_seq = 0
 
@@ -245,14 +259,29 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     # --- drawing inputs ----------------------------------------------------------------------
 
-    def _seq_choice(self, data: st.DataObject, label: str) -> int | None:
-        highest = max(self.seqs.to_backend, default=0)
-        return data.draw(st.none() | st.integers(0, highest + 2), label=label)
+    def _seq_choice(self, data: st.DataObject, label: str, rows: list[int] | None = None) -> int | None:
+        """No bound, any seq, or (most often) exactly the seq of one of ``rows``."""
+        how = data.draw(st.integers(0, 3), label=f"{label}: none, any or on a row")
+        if how == 0:
+            return None
+        if how == 1 or not rows:
+            return data.draw(st.integers(0, max(self.seqs.to_backend, default=0) + 2), label=label)
+        return data.draw(st.sampled_from(rows), label=label)
 
     def _branch_start(self, data: st.DataObject) -> str:
         if self.entry_ids and data.draw(st.integers(0, 5), label="known start?") > 0:
-            return data.draw(st.sampled_from(self.entry_ids), label="start")
+            # The newest entries have the longest paths.
+            return data.draw(st.sampled_from(self.entry_ids[-3:] + self.entry_ids), label="start")
         return data.draw(st.sampled_from([*self.usage_ids, "missing"]), label="unknown start")
+
+    def _path(self, start: str) -> list[str]:
+        """``start`` and its ancestors, as the commits built them (empty for an unknown start)."""
+        path: list[str] = []
+        current: str | None = start if start in self.parents else None
+        while current is not None:
+            path.append(current)
+            current = self.parents.get(current)
+        return path
 
     def _address(self, data: st.DataObject, kind: str) -> Address:
         if data.draw(st.integers(0, 19), label="bad address?") == 0:
@@ -325,6 +354,8 @@ class StorageStateMachine(RuleBasedStateMachine):
             parent: str | None
             if data.draw(st.integers(0, rare), label="bad parent?") == 0:
                 parent = data.draw(st.sampled_from(["missing", *self.usage_ids]), label="bad parent")
+            elif (self.entry_ids or earlier_entries) and data.draw(st.integers(0, 2), label="chain?") > 0:
+                parent = (earlier_entries or self.entry_ids)[-1]  # grow a long path
             else:
                 parent = data.draw(st.sampled_from([None, *self.entry_ids, *earlier_entries]), label="parent")
             earlier_entries.append(record_id)
@@ -369,12 +400,48 @@ class StorageStateMachine(RuleBasedStateMachine):
         earlier_entries: list[str] = []
         earlier_ids: list[str] = []
         writes = [self._write(data, earlier_entries, earlier_ids, careful=careful) for _ in range(count)]
+        self._commit_writes(writes)
+
+    def _commit_writes(self, writes: list[Write]) -> None:
         outcome = self._both(lambda: f"commit({writes!r})", lambda storage, _backend: storage.commit(writes))
         if outcome is None:
             return
         got, expected = outcome
         assert isinstance(got, CommitResult) and isinstance(expected, CommitResult)
         self._record_commit(writes, got, expected)
+
+    @initialize(data=st.data())
+    def seed(self, data: st.DataObject) -> None:
+        """Every run starts from a session worth querying: a long path of mixed entry types with usage
+        rows, values and list elements between, every key in one namespace (astral ones among them), a
+        value in each other namespace and a three-element list."""
+        writes: list[Write] = []
+        parent: str | None = None
+        for _ in range(data.draw(st.integers(3, 8), label="seed path length")):
+            self.fresh += 1
+            entry = self._entry(data, f"id{self.fresh}", parent)
+            writes.append(EntryWrite(entry))
+            parent = entry.id
+            extra = data.draw(st.sampled_from(("usage", "set", "append", None)), label="seed extra")
+            if extra == "usage":
+                self.fresh += 1
+                writes.append(UsageWrite(self._usage_row(data, f"id{self.fresh}")))
+            elif extra is not None:
+                namespace = data.draw(st.sampled_from(NAMESPACES), label="seed namespace")
+                key = data.draw(st.sampled_from(KEYS), label="seed key")
+                cls = ValueSet if extra == "set" else ListAppend
+                writes.append(cls(namespace=namespace, key=key, value=data.draw(json_values, label="seed value")))
+        namespace = data.draw(st.sampled_from(NAMESPACES), label="seed values namespace")
+        keys = data.draw(st.permutations(KEYS), label="seed keys, in write order")
+        writes += [ValueSet(namespace=namespace, key=key, value=key) for key in keys]
+        for other in NAMESPACES:
+            if other != namespace:
+                key = data.draw(st.sampled_from(KEYS), label=f"a key in {other}")
+                writes.append(ValueSet(namespace=other, key=key, value=other))
+        list_namespace = data.draw(st.sampled_from(NAMESPACES), label="seed list namespace")
+        list_key = data.draw(st.sampled_from(KEYS), label="seed list key")
+        writes += [ListAppend(namespace=list_namespace, key=list_key, value=n) for n in range(3)]
+        self._commit_writes(writes)
 
     @rule(data=st.data())
     def commit(self, data: st.DataObject) -> None:
@@ -405,8 +472,15 @@ class StorageStateMachine(RuleBasedStateMachine):
                 self.backend_timestamps[backend_seq] = got.timestamp
                 self.oracle_timestamps[oracle_seq] = expected.timestamp
                 self.entry_ids.append(write.entry.id)
+                self.parents[write.entry.id] = write.entry.parent_id
+                self.entry_seqs.append(oracle_seq)
             elif isinstance(write, UsageWrite):
                 self.usage_ids.append(write.row.id)
+                self.usage_seqs.append(oracle_seq)
+            elif isinstance(write, ListAppend):
+                self.element_seqs.setdefault((write.namespace, write.key), []).append(oracle_seq)
+            elif isinstance(write, ValueSet):
+                self.value_addresses.append(Address(write.namespace, write.key, "value"))
         assert got.stats == expected.stats, (
             f"commit stats {got.stats!r}, the reference model {expected.stats!r}"
         )
@@ -420,15 +494,22 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def read_values(self, data: st.DataObject) -> None:
-        address = self._address(data, "value")
+        if self.value_addresses and data.draw(st.integers(0, 3), label="a written address?") > 0:
+            address = data.draw(st.sampled_from(self.value_addresses), label="written address")
+        else:
+            address = self._address(data, "value")
         self._compare(lambda: f"get_value({address!r})", lambda storage, _b: storage.get_value(address))
         prefix = Address(address.namespace, address.key[: data.draw(st.integers(0, 3))], "value")
         self._compare(lambda: f"scan_values({prefix!r})", lambda storage, _b: storage.scan_values(prefix))
 
     @rule(data=st.data())
     def read_list(self, data: st.DataObject) -> None:
-        address = self._address(data, "list")
-        cursor = self._seq_choice(data, "cursor")
+        if self.element_seqs and data.draw(st.integers(0, 3), label="a written list?") > 0:
+            namespace, key = data.draw(st.sampled_from(sorted(self.element_seqs)), label="written list")
+            address = Address(namespace, key, "list")
+        else:
+            address = self._address(data, "list")
+        cursor = self._seq_choice(data, "cursor", self.element_seqs.get((address.namespace, address.key)))
         order = data.draw(st.sampled_from(ORDERS_SEQ), label="order")
         limit = data.draw(st.sampled_from(LIST_LIMITS), label="limit")
         use_defaults = data.draw(st.booleans(), label="no options?")
@@ -442,15 +523,22 @@ class StorageStateMachine(RuleBasedStateMachine):
         self._compare(lambda: f"read_list({address!r}, cursor={cursor}, {order}, {limit})", call)
 
     def _branch_scan(self, data: st.DataObject) -> tuple[BranchScan, Callable[[bool], BranchScan]]:
+        start = self._branch_start(data)
+        path = self._path(start)
+
+        def maybe(strategy: st.SearchStrategy[Any], label: str) -> Any:
+            """An option is left out two times in three, so most scans keep several entries."""
+            return data.draw(st.none() | st.none() | strategy, label=label)
+
         query = BranchScan(
-            start=self._branch_start(data),
-            stop_at_type=data.draw(st.sampled_from((None, *ENTRY_TYPES)), label="stop at type"),
-            stop_at_id=data.draw(st.sampled_from((None, *self.entry_ids[-4:])), label="stop at id"),
-            type=data.draw(st.sampled_from((None, *ENTRY_TYPES)), label="type"),
-            custom_type=data.draw(st.sampled_from((None, *CUSTOM_TYPES)), label="custom type"),
+            start=start,
+            stop_at_type=maybe(st.sampled_from(ENTRY_TYPES), "stop at type"),
+            stop_at_id=maybe(st.sampled_from((*path, *self.entry_ids[-2:])), "stop at id") if path else None,
+            type=maybe(st.sampled_from(ENTRY_TYPES), "type"),
+            custom_type=maybe(st.sampled_from(CUSTOM_TYPES), "custom type"),
             order=data.draw(st.sampled_from(ORDERS_BRANCH), label="order"),
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
-            cursor=self._seq_choice(data, "cursor"),
+            cursor=maybe(st.just(True), "cursor?") and self._seq_choice(data, "cursor", self.entry_seqs),
         )
 
         def for_storage(backend: bool) -> BranchScan:
@@ -472,12 +560,31 @@ class StorageStateMachine(RuleBasedStateMachine):
         )
 
     @rule(data=st.data())
+    def walk_branch(self, data: st.DataObject) -> None:
+        """The plainest scans — a page of a path, maybe cut at a stop, without filters or cursor — which
+        is what context building asks for (newest first, stopping at a compaction)."""
+        start = self._branch_start(data)
+        stop = data.draw(st.sampled_from(("none", "id", "type")), label="stop")
+        path = self._path(start)
+        query = BranchScan(
+            start=start,
+            order=data.draw(st.sampled_from(ORDERS_BRANCH), label="order"),
+            limit=data.draw(st.sampled_from(LIMITS), label="limit"),
+            stop_at_id=data.draw(st.sampled_from(path), label="stop at id") if stop == "id" and path else None,
+            stop_at_type=data.draw(st.sampled_from(ENTRY_TYPES), label="stop at type") if stop == "type" else None,
+        )
+        self._compare(lambda: f"scan_branch({query!r})", lambda storage, _b: storage.scan_branch(query))
+        self._compare(
+            lambda: f"scan_branch_structure({query!r})", lambda storage, _b: storage.scan_branch_structure(query)
+        )
+
+    @rule(data=st.data())
     def scan_entries(self, data: st.DataObject) -> None:
         query = EntryScan(
-            type=data.draw(st.sampled_from((None, *ENTRY_TYPES)), label="type"),
-            custom_type=data.draw(st.sampled_from((None, *CUSTOM_TYPES)), label="custom type"),
-            from_seq=self._seq_choice(data, "from seq"),
-            to_seq=self._seq_choice(data, "to seq"),
+            type=data.draw(st.none() | st.none() | st.sampled_from(ENTRY_TYPES), label="type"),
+            custom_type=data.draw(st.none() | st.none() | st.sampled_from(CUSTOM_TYPES), label="custom type"),
+            from_seq=self._seq_choice(data, "from seq", self.entry_seqs),
+            to_seq=self._seq_choice(data, "to seq", self.entry_seqs),
             order=data.draw(st.sampled_from(ORDERS_SEQ), label="order"),
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
         )
@@ -489,8 +596,8 @@ class StorageStateMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def scan_usage(self, data: st.DataObject) -> None:
         query = UsageScan(
-            from_seq=self._seq_choice(data, "from seq"),
-            to_seq=self._seq_choice(data, "to seq"),
+            from_seq=self._seq_choice(data, "from seq", self.usage_seqs),
+            to_seq=self._seq_choice(data, "to seq", self.usage_seqs),
             order=data.draw(st.sampled_from(ORDERS_SEQ), label="order"),
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
         )

@@ -165,4 +165,4 @@ class StorageValueSemanticsSuite(BaseConformanceFixtures):
         assert [s.address.key for s in stored] == list(SCAN_KEYS_IN_CODE_POINT_ORDER)
         seq_of = {s.address.key: s.seq for s in stored}
         assert sorted(seq_of.values()) == sorted(result.seqs)
-        assert self._keys(storage, "\uffff") == ["\uffff"]
+        assert self._keys(storage, "a/") == ["a/b", "a/b/c", "a/bc"]
