@@ -2,7 +2,8 @@
 
 * :class:`SessionRepoSuite`: pi's default 17 cases (``createSessionRepoConformance``);
 * :class:`RepoStreamingForkSuite`: pi's 15 streaming-fork cases, kept apart as pi does;
-* :class:`RepoExtraSuite`: cases pi lacks; :class:`SessionRepoExtrasSuite` = the 17 plus the extras.
+* :class:`RepoExtraSuite`: cases pi lacks (:class:`RepoSessionRulesSuite` among them);
+  :class:`SessionRepoExtrasSuite` = the 17 plus the extras.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
 from .messages import RepoMessagesSuite
 from .ownership import RepoOwnershipSuite
+from .session_rules import RepoSessionRulesSuite
 from .streaming_fork import RepoStreamingForkSuite
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "RepoLifecycleSuite",
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
+    "RepoSessionRulesSuite",
     "RepoStreamingForkSuite",
     "RepoSuiteBase",
     "SessionRepoExtrasSuite",
