@@ -13,12 +13,12 @@ from typing import Any
 
 import attrs
 
-from sessiontree.contracts import Backend, Capabilities, ForkOptions, SessionRepo, Storage
+from sessiontree.contracts import Backend, ForkOptions, SessionRepo, Storage
 from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, StoredValue, UsageRow
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.values import branch_tip, value
 from sessiontree.writes import EntryWrite, ValueSet, Write
-from sessiontree_memory import MemorySessionRepo, MemoryStorage
+from sessiontree_memory import MemoryBackend, MemorySessionRepo, MemoryStorage
 
 __all__ = ["MUTANTS", "Mutant", "MutantBackend"]
 
@@ -174,11 +174,27 @@ class _UnnoticedPending(dict):  # type: ignore[type-arg]
         return default if key == "stopReason" else super().get(key, default)
 
 
-class _LaxMutation:
-    """A mutation whose ``commit`` never notices a pending assistant message (no §4.10 layer 2)."""
+class _Delegating:
+    """Delegates every attribute to ``inner``; as a context manager it ends with :meth:`_finish`."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        raise NotImplementedError
+
+
+class _LaxMutation(_Delegating):
+    """A mutation whose ``commit`` never notices a pending assistant message (no §4.10 layer 2)."""
 
     def commit(self, writes: Sequence[Write]) -> Any:
         def unnoticed(write: Write) -> Write:
@@ -188,29 +204,14 @@ class _LaxMutation:
 
         return self._inner.commit([unnoticed(write) for write in writes])
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def __enter__(self) -> _LaxMutation:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def _finish(self) -> None:
         self._inner.end()
 
 
-class _SessionWrapper:
+class _SessionWrapper(_Delegating):
     """Delegates everything to a memory session handle; subclasses replace one method."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def __enter__(self) -> _SessionWrapper:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def _finish(self) -> None:
         self._inner.close()
 
 
@@ -224,14 +225,19 @@ class PendingAcceptingSession(_SessionWrapper):
         return self._inner.mutate(lambda mutation: callback(_LaxMutation(mutation)))
 
 
+def _force_tip(inner: Any, name: str, at: str | None) -> Any:
+    """What a session without ``create_branch``'s checks does: write the tip, return the branch."""
+    inner.set_value(branch_tip(name), at)
+    return inner.branch(name)
+
+
 class BranchReplacingSession(_SessionWrapper):
     """``create_branch`` of an existing name moves its tip instead of raising SessionBranchExistsError."""
 
     def create_branch(self, name: str, at: str | None) -> Any:
         if self._inner.branch(name) is None:
             return self._inner.create_branch(name, at)
-        self._inner.set_value(branch_tip(name), at)
-        return self._inner.branch(name)
+        return _force_tip(self._inner, name, at)
 
 
 class UnknownTargetSession(_SessionWrapper):
@@ -240,8 +246,7 @@ class UnknownTargetSession(_SessionWrapper):
     def create_branch(self, name: str, at: str | None) -> Any:
         if at is None or at in self._inner.get_entries([at]) or self._inner.branch(name) is not None:
             return self._inner.create_branch(name, at)
-        self._inner.set_value(branch_tip(name), at)
-        return self._inner.branch(name)
+        return _force_tip(self._inner, name, at)
 
 
 def wrapping_repo(session_class: type[_SessionWrapper]) -> Callable[[], SessionRepo]:
@@ -263,20 +268,26 @@ def wrapping_repo(session_class: type[_SessionWrapper]) -> Callable[[], SessionR
 # --- the catalogue -----------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class MutantBackend:
-    """A :class:`~sessiontree.contracts.Backend` made of a storage and a repository factory."""
+class MutantBackend(MemoryBackend):
+    """The memory backend (its capabilities included) with its storages or its repositories replaced."""
 
-    name: str
-    storage_factory: Callable[[], Storage] = MemoryStorage
-    repo_factory: Callable[[], SessionRepo] = MemorySessionRepo
-    capabilities: Capabilities = Capabilities()
+    def __init__(
+        self,
+        name: str,
+        *,
+        storage_factory: Callable[[], Storage] | None = None,
+        repo_factory: Callable[[], SessionRepo] | None = None,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self._storage_factory = storage_factory
+        self._repo_factory = repo_factory
 
-    def open_storage(self) -> Storage:
-        return self.storage_factory()
+    def open_storage(self) -> Any:
+        return super().open_storage() if self._storage_factory is None else self._storage_factory()
 
-    def open_repo(self) -> SessionRepo:
-        return self.repo_factory()
+    def open_repo(self) -> Any:
+        return super().open_repo() if self._repo_factory is None else self._repo_factory()
 
 
 @attrs.frozen

@@ -148,14 +148,7 @@ ENGINE_BUGS: dict[str, tuple[str, Callable[[Any], Callable[..., Any]]]] = {
 }
 
 DETERMINISTIC = settings(
-    max_examples=40,
-    stateful_step_count=30,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    report_multiple_bugs=False,
-    phases=[Phase.explicit, Phase.generate, Phase.target],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    FAST, max_examples=40, stateful_step_count=30, derandomize=True, phases=[Phase.explicit, Phase.generate]
 )
 
 

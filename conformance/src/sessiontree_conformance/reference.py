@@ -49,6 +49,8 @@ from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageSca
 from sessiontree.values import branch_tip, list_, value
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
+from .builders import zero_usage
+
 __all__ = ["ReferenceSession", "ReferenceStorage", "is_pending_assistant"]
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -104,17 +106,6 @@ def _add_usage(left: Usage, right: Usage) -> Usage:
             cache_write=_js_add(left.cost.cache_write, right.cost.cache_write),
             total=_js_add(left.cost.total, right.cost.total),
         ),
-    )
-
-
-def _empty_usage() -> Usage:
-    return Usage(
-        input=0,
-        output=0,
-        cache_read=0,
-        cache_write=0,
-        total_tokens=0,
-        cost=Cost(input=0, output=0, cache_read=0, cache_write=0, total=0),
     )
 
 
@@ -402,7 +393,7 @@ class ReferenceStorage:
     def get_stats(self) -> SessionStats:
         """§1.6: message entries counted, every usage row summed in commit order."""
         self._check_open()
-        total = _empty_usage()
+        total = zero_usage()
         for row in self.usage_rows:
             total = _add_usage(total, row.usage)
         return SessionStats(

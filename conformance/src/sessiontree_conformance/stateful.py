@@ -66,7 +66,7 @@ from sessiontree.writes import (
     Write,
 )
 
-from .builders import usage, user_entry
+from .builders import assistant_message, usage, user_entry
 from .fixtures import BaseConformanceFixtures
 from .plugin import DEFAULT_HYPOTHESIS_EXAMPLES, HYPOTHESIS_EXAMPLES_OPTION
 from .reference import ReferenceStorage
@@ -337,7 +337,8 @@ class StorageStateMachine(RuleBasedStateMachine):
             return MessageEntry(
                 id=entry_id,
                 parent_id=parent,
-                message=data.draw(json_values, label="message"),
+                # Storage stores a pending assistant message as given: only the Session refuses it (§4.10).
+                message=data.draw(json_values | st.just(assistant_message("pending")), label="message"),
                 terminate=data.draw(st.sampled_from((ABSENT, True)), label="terminate"),
                 custom_type=custom_type,
             )

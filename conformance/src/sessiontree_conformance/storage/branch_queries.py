@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 import pytest
 
@@ -119,11 +122,9 @@ class StorageBranchQuerySemanticsSuite(BaseConformanceFixtures):
         assert ids(storage.scan_branch_structure(query)) == entries, f"structure scan differs for {query}"
         return entries
 
-    def test_branch_scan_includes_the_stop_entry_in_both_orders(self, storage: Storage) -> None:
-        """pi-core §2.6 step 4: the scan appends the stop entry, then breaks (``stop_at_id`` and
-        ``stop_at_type``, newest and oldest first, a stop at the start and at the root)."""
-        commit_chain(storage)
-        scan = storage.scan_branch
+    @staticmethod
+    def _assert_inclusive_stops(scan: Callable[[BranchScan], list[Any]]) -> None:
+        """``stop_at_id``/``stop_at_type``, newest and oldest first, at the start and at the root."""
         assert ids(scan(BranchScan(start="leaf", stop_at_id="middle"))) == ["leaf", "note", "compact", "middle"]
         assert ids(scan(BranchScan(start="leaf", stop_at_id="middle", order="oldest_first"))) == [
             "root",
@@ -141,23 +142,16 @@ class StorageBranchQuerySemanticsSuite(BaseConformanceFixtures):
             "a stop entry that passes the filter is kept"
         )
 
+    def test_branch_scan_includes_the_stop_entry_in_both_orders(self, storage: Storage) -> None:
+        """pi-core §2.6 step 4: the scan appends the stop entry, then breaks (``stop_at_id`` and
+        ``stop_at_type``, newest and oldest first, a stop at the start and at the root)."""
+        commit_chain(storage)
+        self._assert_inclusive_stops(storage.scan_branch)
+
     def test_branch_structure_scan_includes_the_stop_entry_in_both_orders(self, storage: Storage) -> None:
         """pi-core §2.7: structure scans stop exactly like §2.6 step 4, the stop entry included."""
         commit_chain(storage)
-        scan = storage.scan_branch_structure
-        assert ids(scan(BranchScan(start="leaf", stop_at_id="middle"))) == ["leaf", "note", "compact", "middle"]
-        assert ids(scan(BranchScan(start="leaf", stop_at_id="middle", order="oldest_first"))) == [
-            "root",
-            "marker",
-            "middle",
-        ]
-        assert ids(scan(BranchScan(start="leaf", stop_at_type="compaction"))) == ["leaf", "note", "compact"]
-        assert ids(scan(BranchScan(start="leaf", stop_at_type="custom", order="oldest_first"))) == [
-            "root",
-            "marker",
-        ]
-        assert ids(scan(BranchScan(start="leaf", stop_at_id="leaf"))) == ["leaf"]
-        assert ids(scan(BranchScan(start="leaf", stop_at_id="root", order="oldest_first"))) == ["root"]
+        self._assert_inclusive_stops(storage.scan_branch_structure)
 
     def test_oldest_first_limit_keeps_the_oldest_entries_of_the_stopped_path(self, storage: Storage) -> None:
         """pi-core §2.6 steps 3 and 7: the path is ordered first and the limit cut last, so an
