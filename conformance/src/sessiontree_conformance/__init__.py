@@ -32,11 +32,14 @@ from .repo import (
     RepoLifecycleSuite,
     RepoMessagesSuite,
     RepoOwnershipSuite,
+    RepoSessionRulesSuite,
     RepoStreamingForkSuite,
     SessionRepoExtrasSuite,
     SessionRepoSuite,
 )
+from .reference import ReferenceSession, ReferenceStorage
 from .stateful import StorageStateMachine, StorageStateMachineSuite
+from .stateful_session import SessionStateMachine
 from .storage import (
     StorageBranchQueriesSuite,
     StorageEntryQueriesSuite,
@@ -54,15 +57,19 @@ from .storage import (
 __all__ = [
     "BaseConformanceFixtures",
     "ConformanceFixtures",
+    "ReferenceSession",
+    "ReferenceStorage",
     "RepoExtraSuite",
     "RepoForkCoordinationSuite",
     "RepoForkSuite",
     "RepoLifecycleSuite",
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
+    "RepoSessionRulesSuite",
     "RepoStreamingForkSuite",
     "SessionRepoExtrasSuite",
     "SessionRepoSuite",
+    "SessionStateMachine",
     "StorageBranchQueriesSuite",
     "StorageEntryQueriesSuite",
     "StorageExtraSuite",
