@@ -552,7 +552,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             custom_type=maybe(st.sampled_from(CUSTOM_TYPES), "custom type"),
             order=data.draw(st.sampled_from(ORDERS_BRANCH), label="order"),
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
-            cursor=maybe(st.just(True), "cursor?") and self._seq_choice(data, "cursor", self.entry_seqs),
+            cursor=self._seq_choice(data, "cursor", self.entry_seqs) if maybe(st.just(True), "cursor?") else None,
         )
 
         def for_storage(backend: bool) -> BranchScan:
