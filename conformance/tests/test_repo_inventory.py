@@ -9,6 +9,7 @@ import pytest
 from sessiontree_conformance.repo import (
     PI_REPO_GROUPS,
     RepoExtraSuite,
+    RepoRuntimeSuite,
     RepoSessionRulesSuite,
     RepoStreamingForkSuite,
     SessionRepoExtrasSuite,
@@ -100,11 +101,11 @@ def test_every_pi_case_quotes_its_pi_name(suite: type) -> None:
 
 def test_the_extras_are_apart_from_pi_s_cases() -> None:
     pi_tests = set(case_names(SessionRepoSuite)) | set(case_names(RepoStreamingForkSuite))
-    extras = set(case_names(RepoExtraSuite))
+    extras = set(case_names(RepoExtraSuite)) | set(case_names(RepoRuntimeSuite))
     assert extras and not extras & pi_tests
     assert set(case_names(SessionRepoExtrasSuite)) == set(case_names(SessionRepoSuite)) | extras
     for test_name in extras:
-        assert not (getattr(RepoExtraSuite, test_name).__doc__ or "").startswith("pi:"), test_name
+        assert not (getattr(SessionRepoExtrasSuite, test_name).__doc__ or "").startswith("pi:"), test_name
 
 
 SESSION_RULE_CASES = [

@@ -80,6 +80,7 @@ __all__ = [
     "Usage",
     "UsageRow",
     "UsageScan",
+    "branch_context",
     "build_session_context",
     "get_registry",
     "hookimpl",
@@ -88,7 +89,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .context import build_session_context
+    from .context import branch_context, build_session_context
     from .hookspecs import BackendSpec, hookimpl
     from .plugins import Registry, get_registry, open_backend, open_repo
     from .session import StorageBackedSession
@@ -101,6 +102,7 @@ _LAZY = {
     "open_backend": "plugins",
     "open_repo": "plugins",
     "StorageBackedSession": "session",
+    "branch_context": "context",
     "build_session_context": "context",
 }
 

@@ -125,11 +125,17 @@ class AsyncStorage:
         method = getattr(self.sync, name)
         return _read(lambda: method(*args))
 
-    def commit(self, writes: Sequence[Any]) -> Awaitable[Any]:
+    def commit(
+        self, writes: Sequence[Any], *, expect: Any = None, expect_next_seq: int | None = None
+    ) -> Awaitable[Any]:
         if self._close_task is not None:
             return _failed(self._closed_error())
         writes = tuple(writes)
-        return self._sequencer.run(lambda: self.sync.commit(writes))
+        if expect is None and expect_next_seq is None:
+            return self._sequencer.run(lambda: self.sync.commit(writes))
+        return self._sequencer.run(
+            lambda: self.sync.commit(writes, expect=expect, expect_next_seq=expect_next_seq)
+        )
 
     def get_entries(self, ids: Iterable[str]) -> Awaitable[Any]:
         return self._reader("get_entries", list(ids))
@@ -230,6 +236,10 @@ class AsyncBranch:
 
     def find_entry(self, **query: Any) -> Awaitable[Any]:
         return self._session._reader(lambda: self.sync.find_entry(**query))
+
+    def context(self, **options: Any) -> Awaitable[Any]:
+        """The branch's model context (entry projectors run on a worker thread)."""
+        return self._session._reader(lambda: self.sync.context(**options))
 
     def append_message(self, message: JsonValue) -> Awaitable[str]:
         return self._session._writer(lambda: self.sync.append_message(message))
@@ -367,6 +377,20 @@ class AsyncSession:
             return AsyncBranch(await created, self)
 
         return asyncio.ensure_future(wrap_branch())
+
+    def lane(self, name: str, **configuration: Any) -> Awaitable[AsyncBranch]:
+        """Configure lane ``name`` (see :meth:`sessiontree.session.StorageBackedSession.lane`)."""
+        configured = self._writer(lambda: self.sync.lane(name, **configuration))
+
+        async def wrap_branch() -> AsyncBranch:
+            return AsyncBranch(await configured, self)
+
+        return asyncio.ensure_future(wrap_branch())
+
+    def context(self, branch: AsyncBranch | str, **options: Any) -> Awaitable[Any]:
+        """The model context of ``branch`` (an async branch or a name); projectors run on a worker thread."""
+        target = branch.sync if isinstance(branch, AsyncBranch) else branch
+        return self._reader(lambda: self.sync.context(target, **options))
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ Session layer is core's :class:`sessiontree.session.StorageBackedSession`, share
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Protocol, TypeVar, Union, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, Union, runtime_checkable
 
 import attrs
 
@@ -28,6 +28,9 @@ from .model import (
 )
 from .queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from .writes import Write
+
+if TYPE_CHECKING:
+    from .context import EntryProjector
 
 __all__ = [
     "Backend",
@@ -56,8 +59,22 @@ class Storage(Protocol):
     :class:`~sessiontree.errors.StorageClosedError`.
     """
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
-        """Assign seqs and one timestamp, validate, and apply all writes or none."""
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+    ) -> CommitResult:
+        """Assign seqs and one timestamp, validate, and apply all writes or none.
+
+        Preconditions (:mod:`sessiontree.expectations`), checked atomically with the commit against
+        the storage's latest state (a storage shared between processes catches up first):
+        ``expect`` maps value addresses to the value each must hold (:data:`~sessiontree.model.ABSENT`:
+        none stored); ``expect_next_seq`` is the next seq the caller's reads saw (no commit since).
+        When one fails, :class:`~sessiontree.errors.SessionConflictError` is raised and nothing is
+        written. An empty ``writes`` with preconditions only checks them (and so catches up).
+        """
         ...
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
@@ -211,6 +228,10 @@ class Branch(Protocol):
 
     def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str: ...
 
+    def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
+        """What the model is sent for this branch (see :meth:`Session.context`)."""
+        ...
+
 
 class Session(Protocol):
     """A session tree over one Storage: branches, names, labels, lists, custom entries, mutations."""
@@ -274,6 +295,30 @@ class Session(Protocol):
 
     def create_branch(self, name: str, at: str | None) -> Branch: ...
 
+    def lane(
+        self,
+        name: str,
+        *,
+        model: Mapping[str, Any] | None = None,
+        thinking_level: str | None = None,
+        active_tool_names: Iterable[str] | None = None,
+    ) -> Branch:
+        """Make ``name`` a configured AgentLane (created empty if missing) so a branch fork accepts it.
+
+        Missing lane configuration gets the defaults of :mod:`sessiontree.lanes` plus the given fields;
+        a stored one changes only in the given fields; a missing lane state becomes idle.
+        """
+        ...
+
+    def context(
+        self, branch: Branch | str, *, entry_projectors: Mapping[str, EntryProjector] | None = None
+    ) -> list[JsonValue]:
+        """The messages a model is sent for ``branch``, oldest first: read from the tip back to the newest
+        compaction only, failed assistant turns dropped, custom entries through ``entry_projectors``
+        (default: those plugins register).
+        """
+        ...
+
     def find_entries(
         self,
         *,
@@ -302,8 +347,11 @@ class SessionRepo(Protocol):
         """Create an empty session (no branches) and return it open."""
         ...
 
-    def open(self, metadata: SessionMetadata) -> Session:
-        """Open a stored session; an already-open one is refused."""
+    def open(self, metadata: SessionMetadata | str) -> Session:
+        """Open a stored session by id (a string) or metadata; an already-open one is refused.
+
+        An unknown id raises :class:`~sessiontree.errors.SessionNotFoundError`.
+        """
         ...
 
     def list(self, **options: Any) -> list[SessionMetadata]:

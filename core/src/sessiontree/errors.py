@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from .model import ABSENT
+
 __all__ = [
     "BackendConflictError",
     "BackendNotFoundError",
@@ -20,6 +22,7 @@ __all__ = [
     "PluginLoadError",
     "SessionBranchExistsError",
     "SessionClosedError",
+    "SessionConflictError",
     "SessionError",
     "SessionExistsError",
     "SessionInvalidBranchError",
@@ -172,6 +175,40 @@ class StorageIOError(StorageError, OSError):
 
 class StorageConflictError(StorageError):
     """A conditional write lost a race, or a retried commit does not match what was stored."""
+
+
+class SessionConflictError(StorageConflictError):
+    """A commit's expectation did not hold against the session's latest state; nothing was written.
+
+    Raised by ``Storage.commit(..., expect=..., expect_next_seq=...)`` (for JSONL the check runs under
+    the writer lock, after catching up on what other processes appended). ``address`` is the value
+    address whose content differed, with ``expected`` and ``current`` values
+    (:data:`~sessiontree.model.ABSENT` for no value); for ``expect_next_seq`` it is ``None`` and
+    ``expected``/``current`` are next seqs (the session changed since the caller read it).
+    """
+
+    def __init__(self, address: object, expected: object, current: object) -> None:
+        self.address = address
+        self.expected = expected
+        self.current = current
+        if address is None:
+            message = (
+                f"Session changed since it was read: expected next seq {expected}, found {current}"
+            )
+        else:
+            where = f"{getattr(address, 'namespace', address)}/{getattr(address, 'key', '')}"
+            message = f"Session conflict at {where}: expected {_shown(expected)}, found {_shown(current)}"
+        super().__init__(message)
+
+
+def _shown(value: object) -> str:
+    """A value for a conflict message: JSON when it is JSON, ``absent`` for ABSENT."""
+    if value is ABSENT:
+        return "absent"
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 class UnsupportedOperationError(StorageError, NotImplementedError):

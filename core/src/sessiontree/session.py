@@ -20,17 +20,21 @@ import attrs
 
 from . import jsjson, values
 from .admission import notify_admitted
+from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage
 from .errors import (
     SessionBranchExistsError,
     SessionClosedError,
+    SessionConflictError,
     SessionInvalidBranchError,
     SessionInvariantError,
     SessionMutationError,
     SessionPendingAssistantMessageError,
     SessionUnknownTargetError,
 )
+from .expectations import json_equal
 from .ids import UuidV7Generator
+from .lanes import lane_writes
 from .model import (
     ABSENT,
     Absent,
@@ -80,6 +84,19 @@ def _assert_valid_branch_name(name: str) -> None:
         raise SessionInvalidBranchError(name, "branch name must not be empty")
     if "\x00" in name:
         raise SessionInvalidBranchError(name, "branch name must not contain \\u0000")
+
+
+def _latest_value(storage: Storage, address: Address) -> JsonValue | Absent:
+    """The value at ``address`` in ``storage``'s latest state (:data:`ABSENT`: none).
+
+    Asked as an empty commit expecting no value: a storage shared between processes checks that
+    against the file after catching up, and the conflict carries the value found.
+    """
+    try:
+        storage.commit((), expect={address: ABSENT})
+    except SessionConflictError as conflict:
+        return conflict.current  # type: ignore[no-any-return]
+    return ABSENT
 
 
 def _first_or_none(entries: Sequence[Entry]) -> Entry | None:
@@ -199,6 +216,9 @@ class StorageBackedSessionMutation(_StorageReads):
         self._lock = threading.Lock()
         self._active = True
         self._commit_attempted = False
+        # The storage's next seq before the first read: the commit expects it unchanged.
+        self._read_next_seq: int | None = None
+        self._read_lock = threading.Lock()
 
     @property
     def active(self) -> bool:
@@ -212,6 +232,14 @@ class StorageBackedSessionMutation(_StorageReads):
 
     def _guard(self) -> None:
         self._assert_active()
+        if self._read_next_seq is None:
+            # Taken before the read (an empty commit reports the next seq): a commit landing in
+            # between makes the later commit conflict, never pass on a stale read. Reads racing on
+            # several threads keep the smallest.
+            seen = self._storage.commit(()).first_seq
+            with self._read_lock:
+                if self._read_next_seq is None or seen < self._read_next_seq:
+                    self._read_next_seq = seen
 
     def _assert_active(self) -> None:
         if not self._active:
@@ -222,6 +250,11 @@ class StorageBackedSessionMutation(_StorageReads):
 
         An entry write carrying a pending assistant message counts as the attempt and raises
         :class:`~sessiontree.errors.SessionPendingAssistantMessageError` before storage sees it.
+
+        When this mutation read anything, the commit expects the session unchanged since its first
+        read: if any commit landed since (another process appending to the same file), it raises
+        :class:`~sessiontree.errors.SessionConflictError` and writes nothing. The storage has then
+        caught up, so a new mutation reads the current state.
         """
         self._assert_active()
         with self._lock:
@@ -237,7 +270,9 @@ class StorageBackedSessionMutation(_StorageReads):
                     and is_pending_assistant_message(getattr(write.entry, "message", ABSENT))
                 ):
                     raise SessionPendingAssistantMessageError()
-            return self._storage.commit(writes)
+            if self._read_next_seq is None:
+                return self._storage.commit(writes)
+            return self._storage.commit(writes, expect_next_seq=self._read_next_seq)
 
     def end(self) -> None:
         """Give the line back (after an attempted commit has settled). Idempotent."""
@@ -376,6 +411,10 @@ class StorageBackedBranch:
     def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str:
         """Append a custom entry (without ``data`` when omitted) and move the tip; returns the new id."""
         return self._session.append_to_branch(self.name, CustomEntryAppend(custom_type, data))
+
+    def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
+        """What the model is sent for this branch: :meth:`StorageBackedSession.context`."""
+        return self._session.context(self, entry_projectors=entry_projectors)
 
     def __repr__(self) -> str:
         return f"<StorageBackedBranch {self.name!r}>"
@@ -613,15 +652,23 @@ class StorageBackedSession(_StorageReads):
         self._assert_open()
         _assert_valid_branch_name(name)
         tip = values.branch_tip(name)
+        storage = self._storage
 
-        def create(mutation: StorageBackedSessionMutation) -> None:
-            if mutation.get_value(tip) is not None:
-                raise SessionBranchExistsError(name)
-            if at is not None and at not in mutation.get_entries([at]):
-                raise SessionUnknownTargetError(at)
-            mutation.commit([set_value(tip, at)])
+        def create() -> None:
+            if storage.get_value(tip) is not None or (at is not None and at not in storage.get_entries([at])):
+                # This storage may be behind another writer of the session: decide on the latest state.
+                if _latest_value(storage, tip) is not ABSENT:
+                    raise SessionBranchExistsError(name)
+                if at is not None and at not in storage.get_entries([at]):
+                    raise SessionUnknownTargetError(at)
+            try:
+                storage.commit([set_value(tip, at)], expect={tip: ABSENT})
+            except SessionConflictError as conflict:
+                if conflict.address != tip:
+                    raise
+                raise SessionBranchExistsError(name) from None
 
-        self.mutate(create)
+        self._exclusive(create)
         return self._branch_object(name)
 
     def get_branch_tip(self, name: str) -> str | None:
@@ -637,6 +684,10 @@ class StorageBackedSession(_StorageReads):
 
         Uses two seqs (the entry, then the tip). A pending assistant message is refused before an id is
         minted; a missing tip raises ``SessionInvariantError("Unknown branch: <name>")``.
+
+        The commit expects the tip it read. When another writer moved the tip first (another process
+        appending to the same file), the entry is re-based onto the new tip and committed again, so
+        every acknowledged append stays on the branch's path.
         """
         self._assert_open()
         if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
@@ -646,21 +697,86 @@ class StorageBackedSession(_StorageReads):
         storage = self._storage
 
         def append() -> None:
-            tip = storage.get_value(tip_address)
-            if tip is None:
-                raise SessionInvariantError(f"Unknown branch: {name}")
-            new_entry: Entry
-            if isinstance(entry, MessageAppend):
-                new_entry = MessageEntry(id=entry_id, parent_id=tip.value, message=entry.message)
-            else:
-                new_entry = CustomEntry(
-                    id=entry_id, parent_id=tip.value, custom_type=entry.custom_type, data=entry.data
-                )
-            # The pending-message check ran before the id was minted, as pi does.
-            storage.commit([insert_entry(new_entry), set_value(tip_address, entry_id)])
+            stored = storage.get_value(tip_address)
+            parent = _latest_value(storage, tip_address) if stored is None else stored.value
+            while True:
+                if parent is ABSENT:
+                    raise SessionInvariantError(f"Unknown branch: {name}")
+                new_entry: Entry
+                if isinstance(entry, MessageAppend):
+                    new_entry = MessageEntry(id=entry_id, parent_id=parent, message=entry.message)
+                else:
+                    new_entry = CustomEntry(
+                        id=entry_id, parent_id=parent, custom_type=entry.custom_type, data=entry.data
+                    )
+                # The pending-message check ran before the id was minted, as pi does.
+                try:
+                    writes = [insert_entry(new_entry), set_value(tip_address, entry_id)]
+                    storage.commit(writes, expect={tip_address: parent})
+                    return
+                except SessionConflictError as conflict:
+                    if conflict.address != tip_address or json_equal(conflict.current, parent):
+                        raise
+                    parent = conflict.current  # the tip another writer moved: extend it instead
 
         self._exclusive(append)
         return entry_id
+
+    def context(
+        self,
+        branch: StorageBackedBranch | str,
+        *,
+        entry_projectors: Mapping[str, EntryProjector] | None = None,
+    ) -> list[JsonValue]:
+        """The messages a model is sent for ``branch`` (a branch or its name), oldest first.
+
+        Reads from the tip back to the newest compaction only: that compaction's summary and retained
+        tail, then every later message; failed assistant turns are dropped; a custom entry contributes
+        what ``entry_projectors[custom_type]`` returns (:func:`sessiontree.context.build_session_context`).
+        ``entry_projectors`` defaults to those plugins register (``register_entry_projectors``); ``{}``
+        applies none. Raises :class:`~sessiontree.errors.SessionInvariantError` for a branch that does
+        not exist.
+        """
+        if entry_projectors is None:
+            from .plugins import get_registry  # the plugin machinery loads on first use
+
+            entry_projectors = get_registry().entry_projectors()
+        return branch_context(self, branch, entry_projectors=entry_projectors)
+
+    def lane(
+        self,
+        name: str,
+        *,
+        model: Mapping[str, Any] | None = None,
+        thinking_level: str | None = None,
+        active_tool_names: Iterable[str] | None = None,
+    ) -> StorageBackedBranch:
+        """Make ``name`` a configured AgentLane (what a branch fork requires) and return the branch.
+
+        In one commit: a missing branch is created empty (tip ``None``); a missing ``pi.lane.config``
+        gets the defaults of :mod:`sessiontree.lanes` (model ``{"provider": "unknown", "modelId":
+        "unknown"}``, thinking level ``"off"``, no active tools) with the given fields; a stored one
+        changes only in the given fields; a missing ``pi.lane.state`` becomes idle. An already configured
+        lane with no fields given is left as it is (no commit).
+        """
+        self._assert_open()
+        _assert_valid_branch_name(name)
+
+        def configure(mutation: StorageBackedSessionMutation) -> None:
+            writes = lane_writes(
+                name,
+                tip=mutation.get_value(values.branch_tip(name)),
+                config=mutation.get_value(values.lane_config(name)),
+                state=mutation.get_value(values.lane_state(name)),
+                model=model,
+                thinking_level=thinking_level,
+                active_tool_names=active_tool_names,
+            )
+            if writes:
+                mutation.commit(writes)
+
+        self.mutate(configure)
+        return self._branch_object(name)
 
     # --- close -------------------------------------------------------------------------------------
 

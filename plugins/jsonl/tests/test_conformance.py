@@ -11,6 +11,7 @@ from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
     ConformanceFixtures,
     RepoExtraSuite,
+    RepoRuntimeSuite,
     RepoStreamingForkSuite,
     SessionRepoSuite,
     StorageSuite,
@@ -26,4 +27,6 @@ class JsonlFixtures(ConformanceFixtures):
 class TestJsonlStorage(JsonlFixtures, StorageSuite): ...
 
 
-class TestJsonlRepo(JsonlFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite): ...
+class TestJsonlRepo(
+    JsonlFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
+): ...

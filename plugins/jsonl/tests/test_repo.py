@@ -176,7 +176,8 @@ def test_open_rules(repo: JsonlSessionRepo) -> None:
     wrong = SessionMetadata(id="s", created_at=metadata.created_at, cwd="/elsewhere", path=metadata.path)
     with pytest.raises(StorageValidationError, match="^Session identity does not match header: s$"):
         repo.open(wrong)
-    missing = SessionMetadata(id="s", created_at=1, cwd="/w", path=str(metadata.path) + ".gone")
+    gone = str(metadata.path).removesuffix(".jsonl") + "-gone.jsonl"
+    missing = SessionMetadata(id="s", created_at=1, cwd="/w", path=gone)
     with pytest.raises(SessionNotFoundError, match="^Session file does not exist: "):
         repo.open(missing)
     with pytest.raises(StorageValidationError, match="has no path or cwd"):

@@ -9,6 +9,7 @@ from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
     ConformanceFixtures,
     RepoExtraSuite,
+    RepoRuntimeSuite,
     RepoStreamingForkSuite,
     SessionRepoSuite,
     StorageSuite,
@@ -24,4 +25,6 @@ class MemoryFixtures(ConformanceFixtures):
 class TestMemoryStorage(MemoryFixtures, StorageSuite): ...
 
 
-class TestMemoryRepo(MemoryFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite): ...
+class TestMemoryRepo(
+    MemoryFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
+): ...

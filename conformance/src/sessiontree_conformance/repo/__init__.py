@@ -3,7 +3,8 @@
 * :class:`SessionRepoSuite`: pi's default 17 cases (``createSessionRepoConformance``);
 * :class:`RepoStreamingForkSuite`: pi's 15 streaming-fork cases, kept apart as pi does;
 * :class:`RepoExtraSuite`: cases pi lacks (:class:`RepoSessionRulesSuite` among them);
-  :class:`SessionRepoExtrasSuite` = the 17 plus the extras.
+  :class:`SessionRepoExtrasSuite` = the 17 plus the extras;
+* :class:`RepoRuntimeSuite`: a runtime's path (open by id, model context, lane configuration), sessiontree's.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
 from .messages import RepoMessagesSuite
 from .ownership import RepoOwnershipSuite
+from .runtime import RepoRuntimeSuite
 from .session_rules import RepoSessionRulesSuite
 from .streaming_fork import RepoStreamingForkSuite
 
@@ -27,6 +29,7 @@ __all__ = [
     "RepoLifecycleSuite",
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
+    "RepoRuntimeSuite",
     "RepoSessionRulesSuite",
     "RepoStreamingForkSuite",
     "RepoSuiteBase",
@@ -63,5 +66,6 @@ class SessionRepoSuite(
     """Exactly pi's default 17 SessionRepo cases (``createSessionRepoConformance``)."""
 
 
-class SessionRepoExtrasSuite(SessionRepoSuite, RepoExtraSuite):
-    """pi's 17 default cases plus :class:`RepoExtraSuite` (counted separately from pi's)."""
+class SessionRepoExtrasSuite(SessionRepoSuite, RepoExtraSuite, RepoRuntimeSuite):
+    """pi's 17 default cases plus :class:`RepoExtraSuite` and :class:`RepoRuntimeSuite` (counted
+    separately from pi's)."""

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from sessiontree.contracts import Backend, Storage
-from sessiontree.errors import InvalidAddressError, InvalidQueryError
-from sessiontree.model import CommitResult, SessionStats, StoredValue
+from sessiontree.errors import InvalidAddressError, InvalidQueryError, SessionConflictError
+from sessiontree.model import ABSENT, CommitResult, SessionStats, StoredValue
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.writes import (
     ListAppend,
@@ -95,6 +95,46 @@ class StorageExtraSuite(BaseConformanceFixtures):
         after = storage.commit([set_value(TEST_SESSION_NAME, "after")])
         assert after.first_seq == empty.first_seq, "the empty commit must not consume a seq"
         assert ids(storage.scan_entries(ALL_ENTRIES)) == ["root"]
+
+    def test_commit_preconditions_refuse_the_whole_commit_when_one_fails(self, storage: Storage) -> None:
+        """``expect`` (values, ABSENT for none) and ``expect_next_seq`` hold, or nothing is written and
+        :class:`SessionConflictError` names what differed; an empty commit with them only checks."""
+        tip, nothing = value_address("tip"), value_address("nothing")
+        read = storage.commit([insert_entry(user_entry("root")), set_value(tip, "root")]).seqs[-1] + 1
+        next_seq = storage.commit([set_value(value_address("one"), 1)]).seqs[-1] + 1
+        refused = {
+            "value differs": ({tip: "other"}, None, (tip, "other", "root")),
+            "value present": ({tip: ABSENT}, None, (tip, ABSENT, "root")),
+            "value missing": ({nothing: None}, None, (nothing, None, ABSENT)),
+            "true is not 1": ({value_address("one"): True}, None, (value_address("one"), True, 1)),
+            "session moved": ({tip: "root"}, read, (None, read, next_seq)),
+        }
+        for case, (expect, expect_next_seq, (address, expected, current)) in refused.items():
+            with pytest.raises(SessionConflictError) as raised:
+                storage.commit(
+                    [insert_entry(user_entry(f"refused-{case}", "root")), set_value(tip, "lost")],
+                    expect=expect,
+                    expect_next_seq=expect_next_seq,
+                )
+            conflict = raised.value
+            found = (conflict.address, conflict.expected, conflict.current)
+            assert found == (address, expected, current), case
+        assert storage.commit([]).first_seq == next_seq, "a refused commit must not consume a seq"
+        assert ids(storage.scan_entries(ALL_ENTRIES)) == ["root"]
+        with pytest.raises(SessionConflictError):
+            storage.commit([], expect={tip: "lost"})
+        checked = storage.commit(
+            [], expect={tip: "root", value_address("one"): 1.0}, expect_next_seq=next_seq
+        )
+        assert checked.seqs == () and checked.first_seq == next_seq
+        moved = storage.commit(
+            [insert_entry(user_entry("child", "root")), set_value(tip, "child")],
+            expect={tip: "root", nothing: ABSENT},
+            expect_next_seq=next_seq,
+        )
+        assert moved.seqs == (next_seq, next_seq + 1)
+        stored = storage.get_value(tip)
+        assert stored is not None and stored.value == "child"
 
     @pytest.mark.parametrize("defect", sorted(_RAW_ADDRESS_DEFECTS))
     def test_raw_write_with_invalid_address_rejects_the_whole_commit(

@@ -24,18 +24,19 @@ if TYPE_CHECKING:
 
 __all__ = ["JsonlBackend"]
 
-_QUERY_OPTIONS = ("durability",)
+_QUERY_OPTIONS = ("durability", "cwd")
 
 
 class JsonlBackend:
     """Opens JSONL repositories and storages under one root directory.
 
     Give the root as ``url`` (``jsonl:///var/lib/agent/sessions``, ``jsonl://relative/dir``,
-    ``jsonl+<protocol>://location`` for a FileSystem registered by a plugin; ``?durability=fsync``)
-    or as ``path``. ``durability`` is ``"process"`` (pi's: survives a process crash) or ``"fsync"``
-    (survives power loss). ``fs`` overrides the file system; ``now`` is the clock (Unix ms);
-    ``default_cwd`` is the working directory recorded for sessions created without one (default: the
-    process's).
+    ``jsonl+<protocol>://location`` for a FileSystem registered by a plugin; ``?durability=fsync``,
+    ``?cwd=/work/dir``) or as ``path``. ``durability`` is ``"process"`` (pi's: survives a process crash)
+    or ``"fsync"`` (survives power loss). ``cwd`` (URL option or keyword; ``default_cwd`` is the same
+    keyword's older name) is the working directory recorded for sessions created without one, which
+    also picks their directory in pi's layout; without it, the process's current directory at the
+    time the backend is made. ``fs`` overrides the file system; ``now`` is the clock (Unix ms).
     """
 
     name: str = "jsonl"
@@ -50,6 +51,7 @@ class JsonlBackend:
         fs: FileSystem | None = None,
         now: Callable[[], int] | None = None,
         default_cwd: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         legacy_options: LegacyV3Options | None = None,
         filesystem_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -59,8 +61,9 @@ class JsonlBackend:
                 f"or path=, got url={url!r}, path={path!r}"
             )
         query_durability: str | None = None
+        query_cwd: str | None = None
         if url is not None:
-            root, fs, query_durability = self._from_url(url, fs, filesystem_options)
+            root, fs, query_durability, query_cwd = self._from_url(url, fs, filesystem_options)
         else:
             root = os.fspath(path)  # type: ignore[arg-type]
         if durability is not None and query_durability is not None and durability != query_durability:
@@ -76,14 +79,15 @@ class JsonlBackend:
         except ValueError as error:
             raise PluginError(f"Invalid JSONL backend options: {error}") from None
         self.now = now
+        given_cwd = _one_cwd(url, {"cwd": cwd, "default_cwd": default_cwd, "the URL's cwd": query_cwd})
         # pi requires a cwd per session; like pi's CLI, default to the process's working directory.
-        self.default_cwd = default_cwd if default_cwd is not None else os.getcwd()
+        self.default_cwd = given_cwd if given_cwd is not None else os.getcwd()
         self.legacy_options = legacy_options
 
     @staticmethod
     def _from_url(
         url: str, fs: FileSystem | None, filesystem_options: Mapping[str, Any] | None
-    ) -> tuple[str, FileSystem | None, str | None]:
+    ) -> tuple[str, FileSystem | None, str | None, str | None]:
         parsed = parse_url(url)
         if parsed.backend != "jsonl":
             raise PluginError(
@@ -104,7 +108,10 @@ class JsonlBackend:
             from sessiontree.plugins import get_registry
 
             fs = get_registry().resolve_filesystem(parsed.filesystem, url, filesystem_options)
-        return root, fs, parsed.query.get("durability")
+        query_cwd = parsed.query.get("cwd")
+        if query_cwd == "":
+            raise PluginError(f"Invalid JSONL URL {url!r}: cwd= names no directory")
+        return root, fs, parsed.query.get("durability"), query_cwd
 
     def open_repo(self) -> JsonlSessionRepo:
         """A :class:`~sessiontree_jsonl.JsonlSessionRepo` over the root (created on first write)."""
@@ -134,3 +141,20 @@ class JsonlBackend:
 
     def __repr__(self) -> str:
         return f"JsonlBackend(root={self.root!r}, durability={self.durability!r})"
+
+
+def _one_cwd(url: str | None, given: Mapping[str, Any]) -> str | None:
+    """The one cwd among the ways to give it; two different ones raise :class:`PluginError`."""
+    named = {name: value for name, value in given.items() if value is not None}
+    for name, value in named.items():
+        if isinstance(value, os.PathLike):
+            value = named[name] = os.fspath(value)
+        if not isinstance(value, str) or value == "":
+            raise PluginError(
+                f"Invalid JSONL backend options: {name} must be a non-empty path, got {value!r}"
+            )
+    if len(set(named.values())) > 1:
+        where = f"JSONL URL {url!r}" if url is not None else "JSONL backend options"
+        listed = ", ".join(f"{name}={value!r}" for name, value in named.items())
+        raise PluginError(f"Invalid {where}: the working directory is given twice, differently: {listed}")
+    return next(iter(named.values()), None)

@@ -44,6 +44,7 @@ from sessiontree.ids import uuidv7
 from sessiontree.model import SessionMetadata
 from sessiontree.session import StorageBackedSession
 
+from .confinement import confined_session_path, link_out_of_root
 from .fork import fork_session_file
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
@@ -260,14 +261,18 @@ class JsonlSessionRepo:
         finally:
             self._release(key)
 
-    def open(self, metadata: SessionMetadata) -> StorageBackedSession:
-        """Open a stored session (the metadata ``list``, ``create`` or ``fork`` returned).
+    def open(self, metadata: SessionMetadata | str) -> StorageBackedSession:
+        """Open a stored session: by id (see :meth:`locate`), or by the metadata ``list``, ``create`` or
+        ``fork`` returned.
 
-        Refuses a session this repository already has open, a missing file, and a file whose header
-        names another id or cwd. The session's ``metadata`` is the object given.
+        Refuses a session this repository already has open, a path that is not a session file inside
+        the root (:class:`SessionNotFoundError`), a missing file, and a file whose header names another
+        id or cwd. The session's ``metadata`` is the object given (or located).
         """
         self._assert_open()
-        path, cwd = _path_and_cwd(metadata)
+        if isinstance(metadata, str):
+            metadata = self.locate(metadata)
+        path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
             if key in self._open or key in self._pending:
@@ -281,6 +286,65 @@ class JsonlSessionRepo:
             return self._open_published(key, metadata, path)
         finally:
             self._release(key)
+
+    def locate(self, session_id: str) -> SessionMetadata:
+        """The metadata of stored session ``session_id``, found by pi's file naming rule.
+
+        Lists the root's directories and their file names, then reads the header line of each file named
+        ``<createdAt>_<encoded id>.jsonl`` only (every file pi or this repository writes is named so;
+        a file renamed by hand is found by :meth:`list`). Paths come from the root and the id alone;
+        symbolic links are not followed.
+        Raises :class:`SessionNotFoundError` when no header carries the id, and
+        :class:`SessionOpenError` when the id exists in several working directories (open one of the
+        ``list(cwd=...)`` metadata then).
+        """
+        self._assert_open()
+        try:
+            suffix = session_file_suffix(session_id)
+        except StorageValidationError as error:
+            raise SessionNotFoundError(f"Unknown session: {session_id!r} ({error})") from None
+        found: list[SessionMetadata] = []
+        parents: dict[str, dict[str, str]] = {}
+        for directory in self._session_directories():
+            with _io("Failed to list sessions directory", directory):
+                try:
+                    names = _child_names(self.fs, directory)
+                except FileNotFoundError:
+                    continue  # removed since the root was listed
+            for name in names:
+                if len(name) > len(suffix) and name.endswith(suffix):
+                    metadata = self._candidate_metadata(self.fs.join(directory, name), parents)
+                    if metadata is not None and metadata.id == session_id:
+                        found.append(metadata)
+        if not found:
+            raise SessionNotFoundError(
+                f"Unknown session: {session_id} (no session file *{suffix} under {self.root})"
+            )
+        if len(found) > 1:
+            cwds = ", ".join(sorted(metadata.cwd or "" for metadata in found))
+            raise SessionOpenError(
+                f"Session id {session_id} exists in several working directories ({cwds}); open the "
+                "metadata repo.list(cwd=...) returns"
+            )
+        return found[0]
+
+    def _candidate_metadata(self, path: str, parents: dict[str, dict[str, str]]) -> SessionMetadata | None:
+        """The metadata of the session file at ``path``, or ``None`` for anything else."""
+        with _io("Failed to read session header", path):
+            try:
+                info = self.fs.stat(path)
+                return self._read_metadata(info, parents) if info.kind == "file" else None
+            except FileNotFoundError:
+                return None  # deleted since the directory was listed
+
+    def _session_directories(self) -> list[str]:
+        try:
+            children = self.fs.list_dir(self.root)
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise StorageIOError(f"Failed to list sessions root {self.root}: {error}") from error
+        return [info.path for info in children if info.kind == "directory"]
 
     def open_file(self, path: str) -> StorageBackedSession:
         """Open the session file at ``path``, which need not lie under the root; its metadata comes from
@@ -333,6 +397,24 @@ class JsonlSessionRepo:
         with _io("Failed to read session file info", path):
             return self.fs.stat(path).mtime_ms
 
+    def _session_path_and_cwd(self, metadata: SessionMetadata) -> tuple[str, str]:
+        """The resolved session file ``metadata`` names, confined to the root, and its cwd."""
+        path, cwd = _path_and_cwd(metadata)
+        return confined_session_path(self.fs, self.root, path), cwd
+
+    def _check_header(self, path: str, metadata: SessionMetadata) -> None:
+        """Refuse a file that is not a session file, or whose header names another session."""
+        with _io("Failed to read session header", path):
+            line = self.fs.read_first_line(path)
+        try:
+            header = parse_session_header(
+                "" if line is None else line.text, local_timezone=self.legacy_options.local_timezone
+            )
+        except (ValueError, StorageValidationError):
+            raise SessionNotFoundError(f"Not a session file: {path}") from None
+        if header.id != metadata.id or header.cwd != metadata.cwd:
+            raise StorageValidationError(f"Session identity does not match header: {metadata.id}")
+
     # -- list / delete ------------------------------------------------------------------------------
 
     def list(self, *, cwd: str | None = None) -> list[SessionMetadata]:
@@ -349,7 +431,8 @@ class JsonlSessionRepo:
         """Like :meth:`list`, also returning the files that could not be read.
 
         Only the first line of each file is read. A first line that is not a session header is skipped
-        silently, as pi does (it may not be a session file at all).
+        silently, as pi does (it may not be a session file at all). A symlink that leads out of the root
+        is not followed (reported in ``errors``).
         """
         self._assert_open()
         wanted = None if cwd is None else self._absolute_cwd(cwd)
@@ -376,6 +459,11 @@ class JsonlSessionRepo:
                 continue
             for info in files:
                 if info.kind == "directory" or not info.name.endswith(SESSION_FILE_EXTENSION):
+                    continue
+                target = link_out_of_root(self.fs, self.root, info.path) if info.kind == "symlink" else None
+                if target is not None:
+                    message = f"Not followed out of the root to {target}"
+                    errors.append(ListError(path=info.path, message=message))
                     continue
                 try:
                     metadata = self._read_metadata(info, parents)
@@ -420,9 +508,13 @@ class JsonlSessionRepo:
         )
 
     def delete(self, metadata: SessionMetadata) -> None:
-        """Delete a closed session's file (its directory stays)."""
+        """Delete a closed session's file (its directory stays).
+
+        Only a session file inside the root whose header names ``metadata``'s id and cwd is deleted;
+        anything else is refused before the file is touched.
+        """
         self._assert_open()
-        path, cwd = _path_and_cwd(metadata)
+        path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
             if key in self._open or key in self._pending:
@@ -433,9 +525,11 @@ class JsonlSessionRepo:
                 exists = self.fs.exists(path)
             if not exists:
                 raise SessionNotFoundError(f"Session file does not exist: {path}")
+            self._check_header(path, metadata)
             with _io("Failed to delete session", path):
                 self.fs.remove(path)
             self._directories.pop(_parent_directory(path), None)
+            self._directories.pop(_parent_directory(self.fs.absolute(str(metadata.path))), None)
         finally:
             self._release(key)
 
@@ -446,7 +540,7 @@ class JsonlSessionRepo:
         the same cwd (pi-formats.md §6.8). The source is never modified.
         """
         self._assert_open()
-        source_path, cwd = _path_and_cwd(source)
+        source_path, cwd = self._session_path_and_cwd(source)
         with _io("Failed to read JSONL storage", source_path):
             if not self.fs.exists(source_path):
                 raise SessionNotFoundError(f"Session file does not exist: {source_path}")
@@ -521,6 +615,14 @@ class _io:  # noqa: N801 - reads as a statement: ``with _io("Failed to ...", pat
         if isinstance(error, OSError) and not isinstance(error, StorageIOError):
             raise StorageIOError(f"{self.action} {self.path}: {error.strerror or error}") from error
         return False
+
+
+def _child_names(fs: FileSystem, directory: str) -> list[str]:
+    """The names in ``directory``: a file system's stat-free ``list_names`` when it has one."""
+    list_names = getattr(fs, "list_names", None)
+    if list_names is not None:
+        return list(list_names(directory))
+    return [info.name for info in fs.list_dir(directory)]
 
 
 def _parent_directory(path: str) -> str:

@@ -33,6 +33,7 @@ import attrs
 from sessiontree import jsjson
 from sessiontree.commit_queue import CommitQueue
 from sessiontree.engine import PreparedCommit, SessionState
+from sessiontree.expectations import Expectations
 from sessiontree.errors import (
     SessionExistsError,
     StorageConflictError,
@@ -42,6 +43,7 @@ from sessiontree.errors import (
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
 from sessiontree.model import (
+    Absent,
     Address,
     CommitResult,
     Entry,
@@ -276,33 +278,46 @@ class JsonlStorage:
 
     # --- commits ---------------------------------------------------------------------------------
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+    ) -> CommitResult:
         """Assign seqs and one timestamp, validate against the file's current state, append one line.
 
-        Raises :class:`~sessiontree.errors.StorageValidationError` (nothing written),
-        :class:`StorageIOError` (``Failed to append JSONL storage <path>: ...``; nothing applied, no
-        partial line left), :class:`StorageFormatError` when another writer left a corrupt line.
+        ``expect``/``expect_next_seq`` (see :meth:`sessiontree.contracts.Storage.commit`) are checked
+        under the writer lock after catching up on other writers' lines; an empty commit with
+        expectations takes the lock too, so it brings this storage up to date with the file.
+
+        Raises :class:`~sessiontree.errors.SessionConflictError` and
+        :class:`~sessiontree.errors.StorageValidationError` (nothing written), :class:`StorageIOError`
+        (``Failed to append JSONL storage <path>: ...``; nothing applied, no partial line left),
+        :class:`StorageFormatError` when another writer left a corrupt line.
         """
         batch = tuple(writes)
-        return self._queue.run(lambda: self._commit(batch))
+        expectations = Expectations.of(expect, expect_next_seq)
+        return self._queue.run(lambda: self._commit(batch, expectations))
 
     def _timestamp(self) -> int:
         timestamp = max(self._now(), self._last_timestamp)
         self._last_timestamp = timestamp
         return timestamp
 
-    def _commit(self, writes: tuple[Write, ...]) -> CommitResult:
+    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
         timestamp = self._timestamp()
-        if not writes:
-            with self._queue.state_lock:
-                state = self._generation.state
-                return CommitResult(
-                    first_seq=state.next_seq, seqs=(), timestamp=timestamp, stats=self._stats()
-                )
+        if not writes and expectations is None:
+            return self._empty_result(timestamp)
         if self._legacy is not None:
-            return self._upgrade_commit(writes, timestamp)
+            return self._upgrade_commit(writes, timestamp, expectations)
         with self._writer() as writer:
-            return self._append(writer, writes, timestamp)
+            return self._append(writer, writes, timestamp, expectations)
+
+    def _empty_result(self, timestamp: int) -> CommitResult:
+        with self._queue.state_lock:
+            state = self._generation.state
+            return CommitResult(first_seq=state.next_seq, seqs=(), timestamp=timestamp, stats=self._stats())
 
     @contextlib.contextmanager
     def _writer(self) -> Iterator[FileHandle]:
@@ -347,9 +362,15 @@ class JsonlStorage:
             self._retired.append(self._generation.source)
             self._generation = generation
 
-    def _append(self, writer: FileHandle, writes: Sequence[Write], timestamp: int) -> CommitResult:
+    def _append(
+        self, writer: FileHandle, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
+    ) -> CommitResult:
         generation = self._generation
         state = generation.state
+        if expectations is not None:
+            expectations.check(state)
+            if not writes:
+                return self._empty_result(timestamp)
         prepared = state.prepare_commit(writes, timestamp)
         line, spans = _encode_line(prepared.writes)
         start = generation.known_end
@@ -372,7 +393,9 @@ class JsonlStorage:
 
     # --- legacy v3 upgrade -----------------------------------------------------------------------
 
-    def _upgrade_commit(self, writes: tuple[Write, ...], timestamp: int) -> CommitResult:
+    def _upgrade_commit(
+        self, writes: tuple[Write, ...], timestamp: int, expectations: Expectations | None
+    ) -> CommitResult:
         legacy = self._legacy
         assert legacy is not None
         with locked_session_file(self._fs, self._path, display_path=self._display_path) as writer:
@@ -382,7 +405,11 @@ class JsonlStorage:
                 self._reload()
                 with self._queue.state_lock:
                     catch_up(self._generation, writer)
-                return self._append(writer, writes, timestamp)
+                return self._append(writer, writes, timestamp, expectations)
+            if expectations is not None:
+                expectations.check(self._generation.state)
+                if not writes:
+                    return self._empty_result(timestamp)
             return self._upgrade(writer, legacy, writes, timestamp)
 
     def _upgrade(

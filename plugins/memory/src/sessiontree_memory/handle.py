@@ -180,6 +180,15 @@ class MemorySessionHandle:
     def create_branch(self, name: str, at: str | None) -> _HandleBranch:
         return _HandleBranch(self, self._admit(self._session.create_branch, name, at))
 
+    def lane(self, name: str, **configuration: Any) -> _HandleBranch:
+        """Configure lane ``name`` (see :meth:`StorageBackedSession.lane`)."""
+        return _HandleBranch(self, self._admit(self._session.lane, name, **configuration))
+
+    def context(self, branch: Any, **options: Any) -> list[JsonValue]:
+        """What the model is sent for ``branch`` (a branch or its name): ``StorageBackedSession.context``."""
+        name = branch if isinstance(branch, str) else branch.name
+        return self._admit(self._session.context, name, **options)
+
     # --- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -253,6 +262,9 @@ class _HandleBranch:
 
     def find_entry(self, **query: Any) -> Entry | None:
         return self._handle._admit(self._inner.find_entry, **query)  # type: ignore[no-any-return]
+
+    def context(self, **options: Any) -> list[JsonValue]:
+        return self._handle._admit(self._inner.context, **options)  # type: ignore[no-any-return]
 
     # The two appends go straight to the session (what the inner branch's appends do), without the
     # generic _admit wrapper: they are the hot path of a chat loop.

@@ -117,15 +117,19 @@ class MemorySessionRepo:
             self._catalog[session_id] = metadata
         return MemorySessionHandle(session, on_closed=functools.partial(self._mark_closed, record))
 
-    def open(self, metadata: SessionMetadata) -> MemorySessionHandle:
-        """Open a session by ``metadata.id``; refuses one that is already open."""
+    def open(self, metadata: SessionMetadata | str) -> MemorySessionHandle:
+        """Open a session by id (a string, or ``metadata.id``); refuses one that is already open.
+
+        Raises :class:`SessionNotFoundError` for an unknown id.
+        """
         self._assert_open()
+        session_id = metadata if isinstance(metadata, str) else metadata.id
         with self._lock:
-            record = self._records.get(metadata.id)
+            record = self._records.get(session_id)
             if record is None:
-                raise SessionNotFoundError(f"Unknown session: {metadata.id}")
+                raise SessionNotFoundError(f"Unknown session: {session_id}")
             if record.open:
-                raise SessionOpenError(f"Session is already open: {metadata.id}")
+                raise SessionOpenError(f"Session is already open: {session_id}")
             record.open = True
             session = record.session = StorageBackedSession(record.metadata, record.storage)
         return MemorySessionHandle(session, on_closed=functools.partial(self._mark_closed, record))

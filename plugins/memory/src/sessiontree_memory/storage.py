@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from sessiontree.commit_queue import CommitQueue
 from sessiontree.contracts import ForkOptions
 from sessiontree.engine import SessionState
+from sessiontree.expectations import Expectations
 from sessiontree.model import (
+    Absent,
     Address,
     CommitResult,
     Entry,
     EntryStructure,
+    JsonValue,
     ListElement,
     SessionStats,
     StoredValue,
@@ -44,13 +47,23 @@ class MemoryStorage:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+    ) -> CommitResult:
+        """Commit ``writes`` atomically; preconditions as :meth:`sessiontree.contracts.Storage.commit`."""
         writes = tuple(writes)
-        return self._queue.run(lambda: self._commit(writes))
+        expectations = Expectations.of(expect, expect_next_seq)
+        return self._queue.run(lambda: self._commit(writes, expectations))
 
-    def _commit(self, writes: tuple[Write, ...]) -> CommitResult:
+    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
         timestamp = max(self._now(), self._last_timestamp)
         self._last_timestamp = timestamp
+        if expectations is not None:
+            expectations.check(self._state)
         prepared = self._state.prepare_commit(writes, timestamp)
         with self._queue.state_lock:
             return self._state.apply(prepared)

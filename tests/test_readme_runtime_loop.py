@@ -1,0 +1,78 @@
+"""The README's runtime loop ("Using it") runs, as written there, on the memory and JSONL backends.
+
+The code block is read from README.md at test time, so the README and this test cannot drift; only the
+``URL = "memory://"`` line is swapped for the backend under test.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sessiontree
+from sessiontree.values import lane_config, lane_state
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+URL_LINE = re.compile(r'^URL = "memory://".*$', re.MULTILINE)
+
+
+def runtime_loop_code() -> str:
+    """The first ``python`` block of README's "## Using it" section."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Using it\n", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None, "README's 'Using it' section has no python code block"
+    return match.group(1)
+
+
+def run_loop(url: str) -> dict[str, Any]:
+    code = runtime_loop_code()
+    assert len(URL_LINE.findall(code)) == 1, "the README loop must set URL once, to memory://"
+    namespace: dict[str, Any] = {"__name__": "readme_runtime_loop"}
+    exec(compile(URL_LINE.sub(f"URL = {url!r}", code), str(README), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def test_the_loop_runs_on_memory() -> None:
+    namespace = run_loop("memory://")
+    # The loop's own assertions passed; it also left the ids a runtime keeps.
+    assert isinstance(namespace["session_id"], str) and isinstance(namespace["answer"], str)
+
+
+def test_the_loop_runs_on_jsonl_and_its_sessions_persist(tmp_path: Path) -> None:
+    root, project = tmp_path / "sessions", tmp_path / "project"
+    namespace = run_loop(f"jsonl://{root}?cwd={project}")
+    session_id = namespace["session_id"]
+    (path,) = root.glob(f"*/*_{session_id}.jsonl")
+    assert path.parent.name == "--" + str(project).lstrip("/").replace("/", "-") + "--"
+    with sessiontree.open_repo(f"jsonl://{root}") as repo:
+        with repo.open(session_id) as session:
+            assert session.metadata.cwd == str(project)
+            roles = [message["role"] for message in session.context("main")]
+            assert roles == ["user", "assistant", "user"]
+            assert session.get_value(lane_config("main")).value["model"] == {  # type: ignore[union-attr]
+                "provider": "anthropic",
+                "modelId": "claude-sonnet-4-5",
+            }
+            assert session.get_value(lane_state("main")) is not None
+        forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
+        assert len(forks) == 1
+        with repo.open(forks[0].id) as retry:
+            contents = [message["content"] for message in retry.context("main")]
+            assert contents[0] == "hello" and contents[-1] == "say more"
+
+
+@pytest.mark.parametrize("backend", ["memory", "jsonl"])
+def test_the_loop_fails_loudly_when_a_step_breaks(backend: str, tmp_path: Path, monkeypatch: Any) -> None:
+    """The README's assertions are live: a context that loses its first message makes the loop fail."""
+    from sessiontree import context as context_module
+
+    real = context_module.build_session_context
+    monkeypatch.setattr(
+        context_module, "build_session_context", lambda path, **options: real(path, **options)[1:]
+    )
+    with pytest.raises(AssertionError):
+        run_loop("memory://" if backend == "memory" else f"jsonl://{tmp_path}?cwd={tmp_path}")
