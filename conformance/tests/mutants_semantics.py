@@ -148,9 +148,9 @@ class NamespacePrefixLeakStorage(MemoryStorage):
         super().__init__(**options)
         self._namespaces: set[str] = set()
 
-    def commit(self, writes: Sequence[Write]) -> Any:
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> Any:
         writes = list(writes)
-        result = super().commit(writes)
+        result = super().commit(writes, **preconditions)
         self._namespaces.update(write.namespace for write in writes if isinstance(write, ValueSet))
         return result
 
