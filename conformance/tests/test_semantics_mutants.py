@@ -23,7 +23,10 @@ CONFTEST = """
 from hypothesis import Phase, settings
 
 settings.register_profile(
-    "semantics-mutants", derandomize=True, database=None, phases=[Phase.explicit, Phase.generate, Phase.target]
+    "semantics-mutants",
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate, Phase.target],
 )
 """
 

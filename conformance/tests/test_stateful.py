@@ -1,4 +1,5 @@
-"""The state machine compares with the reference model like the contract does: seqs need only increase, timestamps are per commit."""
+"""The state machine compares with the reference model like the contract does: seqs need only increase,
+timestamps are per commit; and it finds a bug in the engine the built-in backends share."""
 
 from __future__ import annotations
 
@@ -129,23 +130,32 @@ def test_errors_compare_by_their_contract_class() -> None:
 
 # --- a bug in the engine every built-in backend shares -----------------------------------------------
 
-ENGINE_BUGS: dict[str, tuple[str, Callable[[Any], Callable[..., Any]]]] = {
-    # scan_usage treats from_seq as exclusive (pi-core §2.9 says inclusive).
-    "usage-from-exclusive": (
-        "scan_usage",
-        lambda original: lambda self, query=None: original(
-            self,
-            None if query is None or query.from_seq is None else attrs.evolve(query, from_seq=query.from_seq + 1),
-        ),
-    ),
-    # get_entries answers in seq order, not in the order of the requested ids (pi-core §2.2).
-    "lookup-in-seq-order": (
-        "get_entries",
-        lambda original: lambda self, ids: dict(
-            sorted(original(self, ids).items(), key=lambda item: item[1].seq)
-        ),
-    ),
+
+def _usage_from_exclusive(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``scan_usage`` treating ``from_seq`` as exclusive (pi-core §2.9 says inclusive)."""
+
+    def scan_usage(self: Any, query: UsageScan | None = None) -> Any:
+        if query is not None and query.from_seq is not None:
+            query = attrs.evolve(query, from_seq=query.from_seq + 1)
+        return original(self, query)
+
+    return scan_usage
+
+
+def _lookup_in_seq_order(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``get_entries`` answering in seq order, not in the order of the requested ids (pi-core §2.2)."""
+
+    def get_entries(self: Any, ids: Iterable[str]) -> Any:
+        return dict(sorted(original(self, ids).items(), key=lambda item: item[1].seq))
+
+    return get_entries
+
+
+ENGINE_BUGS: dict[str, tuple[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = {
+    "usage-from-exclusive": ("scan_usage", _usage_from_exclusive),
+    "lookup-in-seq-order": ("get_entries", _lookup_in_seq_order),
 }
+"""Bugs injected into ``sessiontree.engine.SessionState``: the method each replaces and the replacement."""
 
 DETERMINISTIC = settings(
     FAST, max_examples=40, stateful_step_count=30, derandomize=True, phases=[Phase.explicit, Phase.generate]

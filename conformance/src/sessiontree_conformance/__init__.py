@@ -25,6 +25,7 @@ the 21 alone), :class:`SessionRepoSuite` (pi's 17 default repository cases),
 from __future__ import annotations
 
 from .fixtures import BaseConformanceFixtures, ConformanceFixtures
+from .reference import ReferenceSession, ReferenceStorage
 from .repo import (
     RepoExtraSuite,
     RepoForkCoordinationSuite,
@@ -38,7 +39,6 @@ from .repo import (
     SessionRepoExtrasSuite,
     SessionRepoSuite,
 )
-from .reference import ReferenceSession, ReferenceStorage
 from .stateful import StorageStateMachine, StorageStateMachineSuite
 from .stateful_session import SessionStateMachine
 from .storage import (

@@ -466,6 +466,9 @@ class ReferenceSession:
         else:
             entry = CustomEntry(id=entry_id, parent_id=tip.value, custom_type=custom_type, data=message)
         self.storage.commit(
-            [EntryWrite(entry), ValueSet(namespace=tip_address.namespace, key=tip_address.key, value=entry_id)]
+            [
+                EntryWrite(entry),
+                ValueSet(namespace=tip_address.namespace, key=tip_address.key, value=entry_id),
+            ]
         )
         return entry_id

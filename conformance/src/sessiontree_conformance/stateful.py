@@ -552,7 +552,9 @@ class StorageStateMachine(RuleBasedStateMachine):
             custom_type=maybe(st.sampled_from(CUSTOM_TYPES), "custom type"),
             order=data.draw(st.sampled_from(ORDERS_BRANCH), label="order"),
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
-            cursor=self._seq_choice(data, "cursor", self.entry_seqs) if maybe(st.just(True), "cursor?") else None,
+            cursor=self._seq_choice(data, "cursor", self.entry_seqs)
+            if maybe(st.just(True), "cursor?")
+            else None,
         )
 
         def for_storage(backend: bool) -> BranchScan:
@@ -584,12 +586,17 @@ class StorageStateMachine(RuleBasedStateMachine):
             start=start,
             order=data.draw(st.sampled_from(ORDERS_BRANCH), label="order"),
             limit=data.draw(st.sampled_from(LIMITS), label="limit"),
-            stop_at_id=data.draw(st.sampled_from(path), label="stop at id") if stop == "id" and path else None,
-            stop_at_type=data.draw(st.sampled_from(ENTRY_TYPES), label="stop at type") if stop == "type" else None,
+            stop_at_id=data.draw(st.sampled_from(path), label="stop at id")
+            if stop == "id" and path
+            else None,
+            stop_at_type=data.draw(st.sampled_from(ENTRY_TYPES), label="stop at type")
+            if stop == "type"
+            else None,
         )
         self._compare(lambda: f"scan_branch({query!r})", lambda storage, _b: storage.scan_branch(query))
         self._compare(
-            lambda: f"scan_branch_structure({query!r})", lambda storage, _b: storage.scan_branch_structure(query)
+            lambda: f"scan_branch_structure({query!r})",
+            lambda storage, _b: storage.scan_branch_structure(query),
         )
 
     @rule(data=st.data())

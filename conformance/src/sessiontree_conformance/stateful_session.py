@@ -89,7 +89,9 @@ class SessionStateMachine(RuleBasedStateMachine):
 
     # --- running one operation on both ---------------------------------------------------------
 
-    def _both(self, what: str, on_backend: Callable[[], Any], on_model: Callable[[], Any]) -> tuple[Any, Any] | None:
+    def _both(
+        self, what: str, on_backend: Callable[[], Any], on_model: Callable[[], Any]
+    ) -> tuple[Any, Any] | None:
         """Both results, or ``None`` when both raised an error of the same class."""
         try:
             expected = on_model()
@@ -101,8 +103,13 @@ class SessionStateMachine(RuleBasedStateMachine):
             got = on_backend()
         except Exception as error:  # noqa: BLE001 - compared below
             if expected_error is None:
-                raise AssertionError(f"{what}: backend raised {error!r}, the reference model returned") from error
-            got_class, expected_class = error_class(error, SESSION_ERRORS), error_class(expected_error, SESSION_ERRORS)
+                raise AssertionError(
+                    f"{what}: backend raised {error!r}, the reference model returned"
+                ) from error
+            got_class, expected_class = (
+                error_class(error, SESSION_ERRORS),
+                error_class(expected_error, SESSION_ERRORS),
+            )
             assert got_class is expected_class, (
                 f"{what}: backend raised {got_class.__name__} ({error}), "
                 f"the reference model {expected_class.__name__} ({expected_error})"
@@ -137,7 +144,9 @@ class SessionStateMachine(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(BRANCHES), label="branch")
         branch = self.session.branch(name)
         exists = self.model.branch_exists(name)
-        assert (branch is not None) == exists, f"branch({name!r}): backend {branch!r}, the model exists={exists}"
+        assert (branch is not None) == exists, (
+            f"branch({name!r}): backend {branch!r}, the model exists={exists}"
+        )
         if branch is None:
             return
         if data.draw(st.integers(0, 4), label="custom?") == 0:
@@ -206,7 +215,11 @@ class SessionStateMachine(RuleBasedStateMachine):
 
     def _comparable(self, entry: Entry) -> Entry:
         return attrs.evolve(
-            entry, id=self._model_id(entry.id), parent_id=self._model_id(entry.parent_id), seq=None, timestamp=None
+            entry,
+            id=self._model_id(entry.id),
+            parent_id=self._model_id(entry.parent_id),
+            seq=None,
+            timestamp=None,
         )
 
     @invariant()

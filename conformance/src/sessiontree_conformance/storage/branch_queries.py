@@ -125,7 +125,12 @@ class StorageBranchQuerySemanticsSuite(BaseConformanceFixtures):
     @staticmethod
     def _assert_inclusive_stops(scan: Callable[[BranchScan], list[Any]]) -> None:
         """``stop_at_id``/``stop_at_type``, newest and oldest first, at the start and at the root."""
-        assert ids(scan(BranchScan(start="leaf", stop_at_id="middle"))) == ["leaf", "note", "compact", "middle"]
+        assert ids(scan(BranchScan(start="leaf", stop_at_id="middle"))) == [
+            "leaf",
+            "note",
+            "compact",
+            "middle",
+        ]
         assert ids(scan(BranchScan(start="leaf", stop_at_id="middle", order="oldest_first"))) == [
             "root",
             "marker",
@@ -174,7 +179,10 @@ class StorageBranchQuerySemanticsSuite(BaseConformanceFixtures):
         commit_two_compactions(storage)
         oldest = BranchScan(start="leaf", order="oldest_first", stop_at_type="compaction")
         assert self._both_kinds(storage, oldest) == ["root", "early"]
-        assert self._both_kinds(storage, BranchScan(start="leaf", stop_at_type="compaction")) == ["leaf", "late"]
+        assert self._both_kinds(storage, BranchScan(start="leaf", stop_at_type="compaction")) == [
+            "leaf",
+            "late",
+        ]
         filtered = attrs.evolve(oldest, type="compaction")
         assert self._both_kinds(storage, filtered) == ["early"]
         assert self._both_kinds(storage, attrs.evolve(oldest, limit=1)) == ["root"]

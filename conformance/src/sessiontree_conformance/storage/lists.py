@@ -127,7 +127,9 @@ class StorageListSemanticsSuite(BaseConformanceFixtures):
         delete still pages the survivors (exclusive in both directions)."""
         address = list_address("deleted")
         before = storage.commit([append_list(address, "old-1"), append_list(address, "old-2")])
-        after = storage.commit([delete_list(address), append_list(address, "new-1"), append_list(address, "new-2")])
+        after = storage.commit(
+            [delete_list(address), append_list(address, "new-1"), append_list(address, "new-2")]
+        )
         values = [e.value for e in storage.read_list(address, ListReadOptions(cursor=before.seqs[0]))]
         assert values == ["new-1", "new-2"]
         first_new = after.seqs[1]
