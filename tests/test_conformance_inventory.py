@@ -189,14 +189,63 @@ def test_every_pi_case_quotes_its_pi_name(collected: dict[str, list[pytest.Funct
         )
 
 
+SEMANTICS_CASES: dict[str, list[str]] = {
+    "values": [
+        "test_empty_key_prefix_scans_the_whole_namespace_and_nothing_else",
+        "test_prefix_equal_to_a_key_includes_that_key",
+        "test_value_scan_orders_astral_keys_by_code_point_not_utf16",
+    ],
+    "lists": [
+        "test_list_cursor_on_an_element_excludes_it_in_both_directions",
+        "test_list_cursor_stays_a_seq_filter_across_whole_list_deletion",
+    ],
+    "entry queries": [
+        "test_get_entries_keeps_first_occurrence_order_and_skips_duplicates_and_unknown_ids",
+        "test_entry_scan_bounds_landing_on_rows_are_inclusive_in_both_orders",
+    ],
+    "branch queries": [
+        "test_branch_scan_includes_the_stop_entry_in_both_orders",
+        "test_branch_structure_scan_includes_the_stop_entry_in_both_orders",
+        "test_oldest_first_limit_keeps_the_oldest_entries_of_the_stopped_path",
+        "test_oldest_first_stop_at_type_ends_at_the_oldest_of_two_compactions",
+        "test_branch_cursor_on_a_row_excludes_it_in_both_orders_and_never_moves_the_stop",
+    ],
+    "usage and stats": ["test_usage_scan_bounds_landing_on_rows_are_inclusive_in_both_orders"],
+}
+"""The exact-semantics cases, by the pi group they sit beside."""
+
+
+def test_semantics_cases_sit_beside_their_pi_group_and_name_their_pi_rule(
+    collected: dict[str, list[pytest.Function]],
+) -> None:
+    from sessiontree_conformance.storage import SEMANTICS_GROUPS
+
+    assert set(SEMANTICS_GROUPS) == set(SEMANTICS_CASES)
+    by_name = {item.originalname: item for item in collected["TestStorage"]}
+    for group, names in SEMANTICS_CASES.items():
+        mixin = SEMANTICS_GROUPS[group]
+        assert mixin.__module__ == PI_STORAGE_GROUPS[group].__module__, f"{group}: not beside its pi group"
+        assert sorted(name for name in vars(mixin) if name.startswith("test_")) == sorted(names), group
+        for name in names:
+            assert _defining_class(by_name[name]) is mixin, name
+            assert "pi-core §" in (by_name[name].function.__doc__ or ""), f"{name} names no pi-core rule"
+
+
 def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     collected: dict[str, list[pytest.Function]],
 ) -> None:
     from sessiontree_conformance import StorageExtraSuite, StorageStateMachineSuite
+    from sessiontree_conformance.storage import SEMANTICS_GROUPS
 
     pi_tests = {snake_case(name) for names in PI_STORAGE_CASES.values() for name in names}
+    semantics = {name for names in SEMANTICS_CASES.values() for name in names}
     extras = [item for item in collected["TestStorage"] if item.originalname not in pi_tests]
     extra_names = _names(extras)
-    assert {_defining_class(item) for item in extras} == {StorageExtraSuite, StorageStateMachineSuite}
-    assert len(extra_names) == 11, f"storage extras changed: {sorted(extra_names)}"
-    assert "test_random_operations_match_the_memory_oracle" in extra_names
+    assert {_defining_class(item) for item in extras} == {
+        StorageExtraSuite,
+        StorageStateMachineSuite,
+        *SEMANTICS_GROUPS.values(),
+    }
+    assert set(extra_names) >= semantics
+    assert len(extra_names) - len(semantics) == 11, f"storage extras changed: {sorted(extra_names)}"
+    assert "test_random_operations_match_the_reference_model" in extra_names

@@ -10,6 +10,7 @@ from sessiontree_conformance.repo import (
     PI_REPO_GROUPS,
     RepoExtraSuite,
     RepoRuntimeSuite,
+    RepoSessionRulesSuite,
     RepoStreamingForkSuite,
     SessionRepoExtrasSuite,
     SessionRepoSuite,
@@ -105,3 +106,18 @@ def test_the_extras_are_apart_from_pi_s_cases() -> None:
     assert set(case_names(SessionRepoExtrasSuite)) == set(case_names(SessionRepoSuite)) | extras
     for test_name in extras:
         assert not (getattr(SessionRepoExtrasSuite, test_name).__doc__ or "").startswith("pi:"), test_name
+
+
+SESSION_RULE_CASES = [
+    "test_mutation_commit_rejects_a_pending_assistant_message_before_storage_sees_it",
+    "test_create_branch_refuses_an_existing_branch_and_keeps_its_tip",
+    "test_create_branch_refuses_an_unknown_target_and_creates_nothing",
+    "test_random_session_operations_match_the_reference_model",
+]
+
+
+def test_the_session_rule_cases_are_extras_naming_their_pi_rule() -> None:
+    assert case_names(RepoSessionRulesSuite) == sorted(SESSION_RULE_CASES)
+    assert set(SESSION_RULE_CASES) <= set(case_names(RepoExtraSuite))
+    for test_name in SESSION_RULE_CASES[:-1]:
+        assert "pi-core §" in (getattr(RepoSessionRulesSuite, test_name).__doc__ or ""), test_name

@@ -1,4 +1,5 @@
-"""The state machine compares like the contract does: seqs need only increase, timestamps are per commit."""
+"""The state machine compares with the reference model like the contract does: seqs need only increase,
+timestamps are per commit; and it finds a bug in the engine the built-in backends share."""
 
 from __future__ import annotations
 
@@ -97,15 +98,15 @@ class GappedStorage:
         self.inner.close()
 
 
-def _run(make_backend: Callable[[], Any]) -> None:
+def _run(make_backend: Callable[[], Any], run_settings: settings = FAST) -> None:
     def open_backend() -> tuple[Any, Callable[[], None]]:
         backend = make_backend()
         return backend, backend.close
 
-    run_state_machine_as_test(lambda: StorageStateMachine(open_backend, MemoryStorage()), settings=FAST)
+    run_state_machine_as_test(lambda: StorageStateMachine(open_backend), settings=run_settings)
 
 
-def test_memory_matches_the_memory_oracle() -> None:
+def test_memory_matches_the_reference_model() -> None:
     _run(MemoryStorage)
 
 
@@ -115,7 +116,8 @@ def test_gapped_seqs_and_another_clock_are_not_divergences() -> None:
 
 def test_an_entry_timestamp_that_is_not_its_commit_s_is_a_divergence() -> None:
     with pytest.raises(AssertionError, match="its commit returned"):
-        _run(lambda: GappedStorage(skew_entry_timestamps=True))
+        # Only the verdict matters: no shrinking.
+        _run(lambda: GappedStorage(skew_entry_timestamps=True), settings(FAST, phases=[Phase.generate]))
 
 
 def test_errors_compare_by_their_contract_class() -> None:
@@ -124,3 +126,69 @@ def test_errors_compare_by_their_contract_class() -> None:
 
     assert error_class(BackendSpecificValidationError("x")) is StorageValidationError
     assert error_class(KeyError("x")) is KeyError
+
+
+# --- a bug in the engine every built-in backend shares -----------------------------------------------
+
+
+def _usage_from_exclusive(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``scan_usage`` treating ``from_seq`` as exclusive (pi-core §2.9 says inclusive)."""
+
+    def scan_usage(self: Any, query: UsageScan | None = None) -> Any:
+        if query is not None and query.from_seq is not None:
+            query = attrs.evolve(query, from_seq=query.from_seq + 1)
+        return original(self, query)
+
+    return scan_usage
+
+
+def _lookup_in_seq_order(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``get_entries`` answering in seq order, not in the order of the requested ids (pi-core §2.2)."""
+
+    def get_entries(self: Any, ids: Iterable[str]) -> Any:
+        return dict(sorted(original(self, ids).items(), key=lambda item: item[1].seq))
+
+    return get_entries
+
+
+ENGINE_BUGS: dict[str, tuple[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = {
+    "usage-from-exclusive": ("scan_usage", _usage_from_exclusive),
+    "lookup-in-seq-order": ("get_entries", _lookup_in_seq_order),
+}
+"""Bugs injected into ``sessiontree.engine.SessionState``: the method each replaces and the replacement."""
+
+DETERMINISTIC = settings(
+    FAST, max_examples=40, stateful_step_count=30, derandomize=True, phases=[Phase.explicit, Phase.generate]
+)
+
+
+def _open_storage(kind: str, tmp_path: Any) -> Callable[[], Any]:
+    from sessiontree.plugins import get_registry
+
+    url = "memory://" if kind == "memory" else f"jsonl://{tmp_path / 'sessions'}"
+    return get_registry().backend(kind, url=url).open_storage  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl"])
+@pytest.mark.parametrize("bug", sorted(ENGINE_BUGS))
+def test_the_state_machine_finds_a_bug_in_the_shared_engine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, bug: str, kind: str
+) -> None:
+    """Both built-in backends run on ``sessiontree.engine.SessionState``: a bug injected there must fail
+    the state machine against the reference model — which comparing the engine with itself never could."""
+    from sessiontree.engine import SessionState
+
+    method, make_buggy = ENGINE_BUGS[bug]
+    monkeypatch.setattr(SessionState, method, make_buggy(getattr(SessionState, method)))
+    make = _open_storage(kind, tmp_path)
+
+    def open_backend() -> tuple[Any, Callable[[], None]]:
+        storage = make()
+        return storage, storage.close
+
+    with pytest.raises(AssertionError, match=f"{method}\\("):
+        run_state_machine_as_test(lambda: StorageStateMachine(open_backend), settings=DETERMINISTIC)
+    # The old design, the engine as its own oracle, is blind to the same bug.
+    run_state_machine_as_test(
+        lambda: StorageStateMachine(open_backend, MemoryStorage()), settings=DETERMINISTIC
+    )

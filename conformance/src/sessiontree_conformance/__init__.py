@@ -16,17 +16,19 @@ A backend's whole conformance file::
     class TestMyRepo(MyFixtures, SessionRepoSuite, RepoStreamingForkSuite):
         known_divergences = {"test_some_case": "why, and the issue tracking it"}
 
-Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageExtraSuite` and the state machine
-against the memory oracle; :class:`StoragePiSuite` is the 21 alone), :class:`SessionRepoSuite` (pi's 17
-default repository cases), :class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the
-per-group mixins they are made of. :mod:`~sessiontree_conformance.gating` holds pi's storage testing
-helpers (:class:`StorageDecorator`, :class:`InstrumentedStorage`, :class:`GatingStorage`).
+Suites: :class:`StorageSuite` (pi's 21 storage cases, :class:`StorageSemanticsSuite`,
+:class:`StorageExtraSuite` and the state machine against the reference model; :class:`StoragePiSuite` is
+the 21 alone), :class:`SessionRepoSuite` (pi's 17 default repository cases),
+:class:`RepoStreamingForkSuite` (pi's 15 streaming-fork cases) and the per-group mixins they are made of.
+:mod:`~sessiontree_conformance.gating` holds pi's storage testing helpers (:class:`StorageDecorator`,
+:class:`InstrumentedStorage`, :class:`GatingStorage`).
 """
 
 from __future__ import annotations
 
 from .fixtures import BaseConformanceFixtures, ConformanceFixtures
 from .gating import CommitDiscarded, GatingStorage, InstrumentedStorage, StorageDecorator
+from .reference import ReferenceSession, ReferenceStorage
 from .repo import (
     RepoExtraSuite,
     RepoForkCoordinationSuite,
@@ -35,11 +37,13 @@ from .repo import (
     RepoMessagesSuite,
     RepoOwnershipSuite,
     RepoRuntimeSuite,
+    RepoSessionRulesSuite,
     RepoStreamingForkSuite,
     SessionRepoExtrasSuite,
     SessionRepoSuite,
 )
 from .stateful import StorageStateMachine, StorageStateMachineSuite
+from .stateful_session import SessionStateMachine
 from .storage import (
     StorageBranchQueriesSuite,
     StorageEntryQueriesSuite,
@@ -47,6 +51,7 @@ from .storage import (
     StorageLifecycleSuite,
     StorageListsSuite,
     StoragePiSuite,
+    StorageSemanticsSuite,
     StorageSerializationSuite,
     StorageTransactionsSuite,
     StorageUsageAndStatsSuite,
@@ -59,6 +64,8 @@ __all__ = [
     "ConformanceFixtures",
     "GatingStorage",
     "InstrumentedStorage",
+    "ReferenceSession",
+    "ReferenceStorage",
     "RepoExtraSuite",
     "RepoForkCoordinationSuite",
     "RepoForkSuite",
@@ -66,9 +73,11 @@ __all__ = [
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
     "RepoRuntimeSuite",
+    "RepoSessionRulesSuite",
     "RepoStreamingForkSuite",
     "SessionRepoExtrasSuite",
     "SessionRepoSuite",
+    "SessionStateMachine",
     "StorageBranchQueriesSuite",
     "StorageDecorator",
     "StorageEntryQueriesSuite",
@@ -76,6 +85,7 @@ __all__ = [
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",
+    "StorageSemanticsSuite",
     "StorageSerializationSuite",
     "StorageStateMachine",
     "StorageStateMachineSuite",
@@ -86,5 +96,6 @@ __all__ = [
 ]
 
 
-class StorageSuite(StoragePiSuite, StorageExtraSuite, StorageStateMachineSuite):
-    """Every storage test: pi's 21 cases, :class:`StorageExtraSuite` and the memory-oracle state machine."""
+class StorageSuite(StoragePiSuite, StorageSemanticsSuite, StorageExtraSuite, StorageStateMachineSuite):
+    """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite` and the
+    reference-model state machine."""

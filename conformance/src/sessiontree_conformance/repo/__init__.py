@@ -2,7 +2,8 @@
 
 * :class:`SessionRepoSuite`: pi's default 17 cases (``createSessionRepoConformance``);
 * :class:`RepoStreamingForkSuite`: pi's 15 streaming-fork cases, kept apart as pi does;
-* :class:`RepoExtraSuite`: cases pi lacks; :class:`SessionRepoExtrasSuite` = the 17 plus the extras;
+* :class:`RepoExtraSuite`: cases pi lacks (:class:`RepoSessionRulesSuite` among them);
+  :class:`SessionRepoExtrasSuite` = the 17 plus the extras;
 * :class:`RepoRuntimeSuite`: a runtime's path (open by id, model context, lane configuration), sessiontree's.
 """
 
@@ -16,6 +17,7 @@ from .lifecycle import RepoLifecycleSuite
 from .messages import RepoMessagesSuite
 from .ownership import RepoOwnershipSuite
 from .runtime import RepoRuntimeSuite
+from .session_rules import RepoSessionRulesSuite
 from .streaming_fork import RepoStreamingForkSuite
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
     "RepoRuntimeSuite",
+    "RepoSessionRulesSuite",
     "RepoStreamingForkSuite",
     "RepoSuiteBase",
     "SessionRepoExtrasSuite",

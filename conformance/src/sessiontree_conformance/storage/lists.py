@@ -1,4 +1,4 @@
-"""pi storage group ``lists`` (cases 10-12)."""
+"""pi storage group ``lists`` (cases 10-12), and the exact cursor rules."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sessiontree.writes import append_list, delete_list, delete_value, insert_en
 from ..builders import TEST_SESSION_NAME, list_address, usage, usage_row, user_entry
 from ..fixtures import BaseConformanceFixtures
 
-__all__ = ["StorageListsSuite"]
+__all__ = ["StorageListSemanticsSuite", "StorageListsSuite"]
 
 
 class StorageListsSuite(BaseConformanceFixtures):
@@ -88,3 +88,51 @@ class StorageListsSuite(BaseConformanceFixtures):
         assert storage.read_list(address) == kept
         name = storage.get_value(TEST_SESSION_NAME)
         assert name is not None and name.value == "kept"
+
+
+class StorageListSemanticsSuite(BaseConformanceFixtures):
+    """Exact ``read_list`` cursors: exclusive on an element, in both directions, across deletion."""
+
+    def test_list_cursor_on_an_element_excludes_it_in_both_directions(self, storage: Storage) -> None:
+        """pi-core §2.5 step 3: ``seq > cursor`` ascending, ``seq < cursor`` descending — a cursor that
+        names an element skips it; a cursor between elements or past the ends is a plain seq filter."""
+        address = list_address("cursor")
+        result = storage.commit(
+            [
+                append_list(address, "a"),
+                append_list(address, "b"),
+                set_value(TEST_SESSION_NAME, "gap"),
+                append_list(address, "c"),
+                append_list(address, "d"),
+            ]
+        )
+        a, b, gap, c, d = result.seqs
+
+        def read(**options: object) -> list[object]:
+            return [element.value for element in storage.read_list(address, ListReadOptions(**options))]  # type: ignore[arg-type]
+
+        assert read(cursor=b) == ["c", "d"]
+        assert read(cursor=b, order="desc") == ["a"]
+        assert read(cursor=c, limit=1) == ["d"]
+        assert read(cursor=c, order="desc", limit=1) == ["b"]
+        assert read(cursor=gap) == ["c", "d"]
+        assert read(cursor=gap, order="desc") == ["b", "a"]
+        assert read(cursor=d) == []
+        assert read(cursor=a, order="desc") == []
+        assert read(cursor=a - 1) == ["a", "b", "c", "d"]
+        assert read(cursor=d + 1, order="desc") == ["d", "c", "b", "a"]
+
+    def test_list_cursor_stays_a_seq_filter_across_whole_list_deletion(self, storage: Storage) -> None:
+        """pi-core §2.5 step 3: the cursor is a pure seq filter, so a cursor from before a whole-list
+        delete still pages the survivors (exclusive in both directions)."""
+        address = list_address("deleted")
+        before = storage.commit([append_list(address, "old-1"), append_list(address, "old-2")])
+        after = storage.commit(
+            [delete_list(address), append_list(address, "new-1"), append_list(address, "new-2")]
+        )
+        values = [e.value for e in storage.read_list(address, ListReadOptions(cursor=before.seqs[0]))]
+        assert values == ["new-1", "new-2"]
+        first_new = after.seqs[1]
+        assert [e.value for e in storage.read_list(address, ListReadOptions(cursor=first_new))] == ["new-2"]
+        desc = ListReadOptions(cursor=after.seqs[2], order="desc")
+        assert [e.value for e in storage.read_list(address, desc)] == ["new-1"]

@@ -1,4 +1,4 @@
-"""pi storage group ``usage and stats`` (cases 18-19)."""
+"""pi storage group ``usage and stats`` (cases 18-19), and the exact usage bounds."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..builders import (
 from ..fixtures import BaseConformanceFixtures
 from ._support import assert_commit_stats
 
-__all__ = ["StorageUsageAndStatsSuite"]
+__all__ = ["StorageUsageAndStatsSuite", "StorageUsageSemanticsSuite"]
 
 
 class StorageUsageAndStatsSuite(BaseConformanceFixtures):
@@ -85,3 +85,30 @@ class StorageUsageAndStatsSuite(BaseConformanceFixtures):
                 ),
             ),
         )
+
+
+class StorageUsageSemanticsSuite(BaseConformanceFixtures):
+    """Exact ``scan_usage`` bounds: inclusive when they land on a row, in both orders."""
+
+    def test_usage_scan_bounds_landing_on_rows_are_inclusive_in_both_orders(self, storage: Storage) -> None:
+        """pi-core §2.9: rows with ``from_seq <= seq <= to_seq`` (bounds on usage rows included), sorted
+        by seq, reversed for ``desc``, then the limit."""
+        result = storage.commit(
+            [
+                insert_usage(usage_row("u0", usage(1, 1))),
+                insert_usage(usage_row("u1", usage(1, 1))),
+                set_value(TEST_SESSION_NAME, "gap"),
+                insert_usage(usage_row("u2", usage(1, 1), adjustment=True)),
+                insert_usage(usage_row("u3", usage(1, 1))),
+            ]
+        )
+        u0, u1, gap, u2, u3 = result.seqs
+        scan = storage.scan_usage
+        assert ids(scan(UsageScan(from_seq=u1, to_seq=u2))) == ["u1", "u2"]
+        assert ids(scan(UsageScan(from_seq=u1, to_seq=u2, order="desc"))) == ["u2", "u1"]
+        assert ids(scan(UsageScan(from_seq=u1, to_seq=u1))) == ["u1"]
+        assert ids(scan(UsageScan(from_seq=u3, order="desc"))) == ["u3"]
+        assert ids(scan(UsageScan(to_seq=u0))) == ["u0"]
+        assert ids(scan(UsageScan(from_seq=gap, to_seq=gap))) == []
+        assert ids(scan(UsageScan(from_seq=gap))) == ["u2", "u3"]
+        assert ids(scan(UsageScan(from_seq=u0, to_seq=u3, order="desc", limit=3))) == ["u3", "u2", "u1"]

@@ -1,0 +1,398 @@
+"""Backends that each get one exact-semantics rule of pi-core.md wrong, and the cases that must catch them.
+
+Every mutant wraps the memory backend through its public API only (subclasses overriding public
+methods, wrappers delegating to a session handle): what a third-party backend author could write. Each
+:class:`Mutant` names the suites to run and the exact set of test names that must fail, in sync and in
+async mode alike (``tests/test_semantics_mutants.py`` checks that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from sessiontree.contracts import Backend, ForkOptions, SessionRepo, Storage
+from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, StoredValue, UsageRow
+from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.values import branch_tip, value
+from sessiontree.writes import EntryWrite, ValueSet, Write
+from sessiontree_memory import MemoryBackend, MemorySessionRepo, MemoryStorage
+
+__all__ = ["MUTANTS", "Mutant", "MutantBackend"]
+
+STORAGE_MACHINE = "test_random_operations_match_the_reference_model"
+SESSION_MACHINE = "test_random_session_operations_match_the_reference_model"
+STORAGE_SUITES = "StorageSuite"
+REPO_SUITES = "SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite"
+REPO_CAPABILITY_SKIPS = frozenset({"test_sessions_survive_closing_and_reopening_the_repository"})
+"""What the repository suites skip for the memory backend's capabilities (it claims no persistence)."""
+
+
+def _kept(limit: Any) -> int | None:
+    """How many items a JS ``slice(0, max(0, limit))`` keeps (``None``: all)."""
+    if limit is None or limit == float("inf"):
+        return None
+    if limit != limit:  # NaN
+        return 0
+    return max(0, int(limit))
+
+
+# --- storage mutants ---------------------------------------------------------------------------------
+
+
+class LimitBeforeReverseStorage(MemoryStorage):
+    """An early-exit walk: an ``oldest_first`` scan without a cursor keeps the *newest* ``limit`` entries
+    of the stopped path (walk ``limit`` steps from the start, then reverse)."""
+
+    def _newest_of(self, query: BranchScan, scan: Callable[[BranchScan], list[Any]]) -> list[Any]:
+        if query.order != "oldest_first" or query.limit is None or query.cursor is not None:
+            return scan(query)
+        path = scan(attrs.evolve(query, limit=None))
+        kept = _kept(query.limit)
+        if kept is None:
+            return path
+        return path[len(path) - kept :] if kept else []
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        return self._newest_of(query, super().scan_branch)
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        return self._newest_of(query, super().scan_branch_structure)
+
+
+class ExclusiveStopStorage(MemoryStorage):
+    """``stop_at_id``/``stop_at_type`` end the scan *before* the stop entry instead of after it."""
+
+    def _without_stop(self, query: BranchScan, scan: Callable[[BranchScan], list[Any]]) -> list[Any]:
+        if query.stop_at_id is None and query.stop_at_type is None:
+            return scan(query)
+        walk = BranchScan(
+            start=query.start, order=query.order, stop_at_id=query.stop_at_id, stop_at_type=query.stop_at_type
+        )
+        path = super().scan_branch(walk)
+        last = path[-1]
+        if last.id != query.stop_at_id and (query.stop_at_type is None or last.type != query.stop_at_type):
+            return scan(query)  # no stop on the path
+        if len(path) == 1:
+            return []
+        return scan(attrs.evolve(query, stop_at_id=path[-2].id, stop_at_type=None))
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        return self._without_stop(query, super().scan_branch)
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        return self._without_stop(query, super().scan_branch_structure)
+
+
+class ExclusiveUsageFromStorage(MemoryStorage):
+    """``scan_usage(from_seq=s)`` treats the bound as exclusive."""
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        query = query or UsageScan()
+        if query.from_seq is not None:
+            query = attrs.evolve(query, from_seq=query.from_seq + 1)
+        return super().scan_usage(query)
+
+
+class ExclusiveEntryToStorage(MemoryStorage):
+    """``scan_entries(to_seq=s)`` treats the upper bound as exclusive."""
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        query = query or EntryScan()
+        if query.to_seq is not None:
+            query = attrs.evolve(query, to_seq=query.to_seq - 1)
+        return super().scan_entries(query)
+
+
+class InclusiveListCursorStorage(MemoryStorage):
+    """``read_list`` keeps the element the cursor names (``>=``/``<=`` instead of ``>``/``<``)."""
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[Any]:
+        if options is not None and options.cursor is not None:
+            shift = -1 if options.order == "asc" else 1
+            options = attrs.evolve(options, cursor=options.cursor + shift)
+        return super().read_list(address, options)
+
+
+class SeqOrderedLookupStorage(MemoryStorage):
+    """``get_entries`` answers in seq order instead of the order of the requested ids."""
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        found = super().get_entries(ids)
+        return dict(sorted(found.items(), key=lambda item: item[1].seq or 0))
+
+
+class Utf16KeyOrderStorage(MemoryStorage):
+    """``scan_values`` sorts keys by UTF-16 code units, as JavaScript's default sort would."""
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        found = super().scan_values(prefix)
+        return sorted(found, key=lambda stored: stored.address.key.encode("utf-16-be", "surrogatepass"))
+
+
+class PrefixExcludesEqualKeyStorage(MemoryStorage):
+    """``scan_values`` wants keys strictly longer than a non-empty prefix (drops the key equal to it)."""
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        found = super().scan_values(prefix)
+        return [stored for stored in found if not prefix.key or stored.address.key != prefix.key]
+
+
+class NamespacePrefixLeakStorage(MemoryStorage):
+    """An empty key prefix also returns the values of every namespace the prefix namespace starts
+    (a key-value store scanned by the flattened ``namespace + key`` string)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._namespaces: set[str] = set()
+
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> Any:
+        writes = list(writes)
+        result = super().commit(writes, **preconditions)
+        self._namespaces.update(write.namespace for write in writes if isinstance(write, ValueSet))
+        return result
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        found = super().scan_values(prefix)
+        if prefix.key:
+            return found
+        for namespace in sorted(self._namespaces):
+            if namespace != prefix.namespace and namespace.startswith(prefix.namespace):
+                found += super().scan_values(value(namespace))
+        return found
+
+
+# --- session mutants ---------------------------------------------------------------------------------
+
+
+class _UnnoticedPending(dict):  # type: ignore[type-arg]
+    """A message dict whose ``get("stopReason")`` hides the stop reason (its items still hold it)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return default if key == "stopReason" else super().get(key, default)
+
+
+class _Delegating:
+    """Delegates every attribute to ``inner``; as a context manager it ends with :meth:`_finish`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        raise NotImplementedError
+
+
+class _LaxMutation(_Delegating):
+    """A mutation whose ``commit`` never notices a pending assistant message (no §4.10 layer 2)."""
+
+    def commit(self, writes: Sequence[Write]) -> Any:
+        def unnoticed(write: Write) -> Write:
+            if isinstance(write, EntryWrite) and isinstance(getattr(write.entry, "message", None), dict):
+                return EntryWrite(attrs.evolve(write.entry, message=_UnnoticedPending(write.entry.message)))
+            return write
+
+        return self._inner.commit([unnoticed(write) for write in writes])
+
+    def _finish(self) -> None:
+        self._inner.end()
+
+
+class _SessionWrapper(_Delegating):
+    """Delegates everything to a memory session handle; subclasses replace one method."""
+
+    def _finish(self) -> None:
+        self._inner.close()
+
+
+class PendingAcceptingSession(_SessionWrapper):
+    """Mutations commit pending assistant messages (pi-core §4.10 layer 2 forgotten)."""
+
+    def begin_mutation(self) -> _LaxMutation:
+        return _LaxMutation(self._inner.begin_mutation())
+
+    def mutate(self, callback: Callable[[Any], Any]) -> Any:
+        return self._inner.mutate(lambda mutation: callback(_LaxMutation(mutation)))
+
+
+def _force_tip(inner: Any, name: str, at: str | None) -> Any:
+    """What a session without ``create_branch``'s checks does: write the tip, return the branch."""
+    inner.set_value(branch_tip(name), at)
+    return inner.branch(name)
+
+
+class BranchReplacingSession(_SessionWrapper):
+    """``create_branch`` of an existing name moves its tip instead of raising SessionBranchExistsError."""
+
+    def create_branch(self, name: str, at: str | None) -> Any:
+        if self._inner.branch(name) is None:
+            return self._inner.create_branch(name, at)
+        return _force_tip(self._inner, name, at)
+
+
+class UnknownTargetSession(_SessionWrapper):
+    """``create_branch`` never checks that ``at`` is an entry of the session."""
+
+    def create_branch(self, name: str, at: str | None) -> Any:
+        if at is None or at in self._inner.get_entries([at]) or self._inner.branch(name) is not None:
+            return self._inner.create_branch(name, at)
+        return _force_tip(self._inner, name, at)
+
+
+def wrapping_repo(session_class: type[_SessionWrapper]) -> Callable[[], SessionRepo]:
+    """A memory repository whose sessions are wrapped in ``session_class``."""
+
+    class WrappingRepo(MemorySessionRepo):
+        def create(self, **options: Any) -> Any:
+            return session_class(super().create(**options))
+
+        def open(self, metadata: SessionMetadata) -> Any:
+            return session_class(super().open(metadata))
+
+        def fork(self, source: SessionMetadata, options: ForkOptions) -> Any:
+            return session_class(super().fork(source, options))
+
+    return WrappingRepo  # type: ignore[return-value]
+
+
+# --- the catalogue -----------------------------------------------------------------------------------
+
+
+class MutantBackend(MemoryBackend):
+    """The memory backend (its capabilities included) with its storages or its repositories replaced."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        storage_factory: Callable[[], Storage] | None = None,
+        repo_factory: Callable[[], SessionRepo] | None = None,
+    ) -> None:
+        super().__init__()
+        self.name = name
+        self._storage_factory = storage_factory
+        self._repo_factory = repo_factory
+
+    def open_storage(self) -> Any:
+        return super().open_storage() if self._storage_factory is None else self._storage_factory()
+
+    def open_repo(self) -> Any:
+        return super().open_repo() if self._repo_factory is None else self._repo_factory()
+
+
+@attrs.frozen
+class Mutant:
+    """A broken backend, the suites to run on it, exactly the tests that must fail there and exactly
+    those its capabilities skip."""
+
+    backend: Backend
+    suites: str
+    must_fail: frozenset[str]
+    skipped: frozenset[str] = frozenset()
+
+
+def _storage(name: str, factory: Callable[[], Storage], *must_fail: str) -> Mutant:
+    return Mutant(MutantBackend(name, storage_factory=factory), STORAGE_SUITES, frozenset(must_fail))
+
+
+def _session(name: str, session_class: type[_SessionWrapper], *must_fail: str) -> Mutant:
+    backend = MutantBackend(name, repo_factory=wrapping_repo(session_class))
+    return Mutant(backend, REPO_SUITES, frozenset(must_fail), REPO_CAPABILITY_SKIPS)
+
+
+MUTANTS: dict[str, Mutant] = {
+    mutant.backend.name: mutant
+    for mutant in (
+        _storage(
+            "oldest_first_limit_before_reverse",
+            LimitBeforeReverseStorage,
+            "test_oldest_first_limit_keeps_the_oldest_entries_of_the_stopped_path",
+            "test_oldest_first_stop_at_type_ends_at_the_oldest_of_two_compactions",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "exclusive_stop",
+            ExclusiveStopStorage,
+            "test_branch_scan_includes_the_stop_entry_in_both_orders",
+            "test_branch_structure_scan_includes_the_stop_entry_in_both_orders",
+            "test_oldest_first_stop_at_type_ends_at_the_oldest_of_two_compactions",
+            "test_branch_cursor_on_a_row_excludes_it_in_both_orders_and_never_moves_the_stop",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "exclusive_usage_from",
+            ExclusiveUsageFromStorage,
+            "test_usage_scan_bounds_landing_on_rows_are_inclusive_in_both_orders",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "exclusive_entry_to",
+            ExclusiveEntryToStorage,
+            "test_scans_global_entries_with_explicit_ranges_filters_orders_and_limits",
+            "test_entry_scan_bounds_landing_on_rows_are_inclusive_in_both_orders",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "inclusive_list_cursor",
+            InclusiveListCursorStorage,
+            "test_pages_appends_by_global_sequence_and_deletes_whole_lists",
+            "test_list_cursor_on_an_element_excludes_it_in_both_directions",
+            "test_list_cursor_stays_a_seq_filter_across_whole_list_deletion",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "seq_ordered_lookup",
+            SeqOrderedLookupStorage,
+            "test_get_entries_keeps_first_occurrence_order_and_skips_duplicates_and_unknown_ids",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "utf16_key_order",
+            Utf16KeyOrderStorage,
+            "test_sets_replaces_deletes_and_recreates_values_without_tombstones",
+            "test_value_scan_orders_astral_keys_by_code_point_not_utf16",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "prefix_excludes_equal_key",
+            PrefixExcludesEqualKeyStorage,
+            "test_prefix_equal_to_a_key_includes_that_key",
+            STORAGE_MACHINE,
+        ),
+        _storage(
+            "namespace_prefix_leak",
+            NamespacePrefixLeakStorage,
+            "test_empty_key_prefix_scans_the_whole_namespace_and_nothing_else",
+            STORAGE_MACHINE,
+        ),
+        _session(
+            "pending_accepting_mutation",
+            PendingAcceptingSession,
+            "test_mutation_commit_rejects_a_pending_assistant_message_before_storage_sees_it",
+            SESSION_MACHINE,
+        ),
+        _session(
+            "create_branch_replaces",
+            BranchReplacingSession,
+            "test_create_branch_refuses_an_existing_branch_and_keeps_its_tip",
+            SESSION_MACHINE,
+        ),
+        _session(
+            "create_branch_unknown_target",
+            UnknownTargetSession,
+            "test_create_branch_refuses_an_unknown_target_and_creates_nothing",
+            SESSION_MACHINE,
+        ),
+    )
+}
+"""Every mutant by name. The expected sets are exact: no other test of the suites may fail."""
