@@ -294,7 +294,9 @@ def _run_loop(arguments: argparse.Namespace, backends: list[BenchBackend]) -> in
         return 2
     machine = describe_machine(None) | {"load average before": load_average()}
     _settle()
-    run = run_runtime_loop(targets, arguments.loop_sizes, arguments.reps, lambda m: _progress(arguments.quiet, m))
+    run = run_runtime_loop(
+        targets, arguments.loop_sizes, arguments.reps, lambda m: _progress(arguments.quiet, m)
+    )
     machine["load average after"] = load_average()
     _print_loop(arguments, {"runtime_loop": run.to_json(), "machine": machine})
     return 0

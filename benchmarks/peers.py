@@ -100,8 +100,10 @@ def count_fsyncs_per_append(python: Path, target: str) -> tuple[float | None, st
     for appends in FSYNC_APPENDS:
         with tempfile.NamedTemporaryFile(prefix="stloop-strace-", suffix=".txt") as output:
             completed = subprocess.run(
-                [strace, "-f", "-c", "-o", output.name, "-e", "trace=fsync,fdatasync",
-                 str(python), "-m", "benchmarks.loop_worker", target, "--appends-only", str(appends)],
+                [
+                    *(strace, "-f", "-c", "-o", output.name, "-e", "trace=fsync,fdatasync"),
+                    *(str(python), "-m", "benchmarks.loop_worker", target, "--appends-only", str(appends)),
+                ],
                 cwd=REPOSITORY,
                 capture_output=True,
                 text=True,
@@ -150,7 +152,9 @@ def run_runtime_loop(
     return LoopRun(rows=rows, skipped=skipped)
 
 
-def loop_targets(backends: Sequence[str], peers: Sequence[str] | None, peers_python: Path | None) -> list[tuple[Path, str]]:
+def loop_targets(
+    backends: Sequence[str], peers: Sequence[str] | None, peers_python: Path | None
+) -> list[tuple[Path, str]]:
     """sessiontree's backends with this interpreter, then ``peers`` (default: all) with the peers' one."""
     ours = [(Path(sys.executable), f"sessiontree:{name}") for name in backends]
     if peers is None:
@@ -215,6 +219,14 @@ def loop_ratios(rows: Sequence[dict[str, Any]]) -> list[LoopRatio]:
     return ratios
 
 
+_ROW_HEADERS = [
+    "implementation", "n", "durability", "append ms", "fsync/append", "resume ms", "fork ms", "bytes/msg",
+]
+_RATIO_HEADERS = [
+    "backend", "n", "step", "sessiontree", "best durable peer", "peer value", "ratio", "target", "met",
+]
+
+
 def _value(value: float | None) -> object:
     return "-" if value is None else value
 
@@ -227,11 +239,12 @@ def loop_report_text(document: dict[str, Any], *, markdown: bool) -> str:
     sections = [
         f"{heading}runtime loop (median of each step)\n\n"
         + table(
-            ["implementation", "n", "durability", "append ms", "fsync/append", "resume ms", "fork ms", "bytes/msg"],
+            _ROW_HEADERS,
             [
                 [
-                    r["implementation"], r["n"], r["durability"], r["append_ms"], _value(r["fsync_per_append"]),
-                    r["resume_ms"], r["fork_ms"], round(r["bytes_per_message"], 1),
+                    r["implementation"], r["n"], r["durability"], r["append_ms"],
+                    _value(r["fsync_per_append"]), r["resume_ms"], r["fork_ms"],
+                    round(r["bytes_per_message"], 1),
                 ]
                 for r in rows
             ],
@@ -239,7 +252,10 @@ def loop_report_text(document: dict[str, Any], *, markdown: bool) -> str:
         )
     ]
     notes = sorted({r["fsync_note"] for r in rows if r.get("fsync_note")})
-    skips = [f"skipped {s['target']}" + (f" at n={s['n']}" if s["n"] else "") + f": {s['reason']}" for s in loop["skipped"]]
+    skips = [
+        f"skipped {s['target']}" + (f" at n={s['n']}" if s["n"] else "") + f": {s['reason']}"
+        for s in loop["skipped"]
+    ]
     if notes or skips:
         sections.append("\n".join(f"{'- ' if markdown else ''}{line}" for line in notes + skips))
     ratios = [LoopRatio(**{k: v for k, v in r.items() if k != "met"}) for r in loop["ratios"]]
@@ -247,7 +263,7 @@ def loop_report_text(document: dict[str, Any], *, markdown: bool) -> str:
         sections.append(
             f"{heading}ratios (sessiontree / best durable peer, lower is better)\n\n"
             + table(
-                ["backend", "n", "step", "sessiontree", "best durable peer", "peer value", "ratio", "target", "met"],
+                _RATIO_HEADERS,
                 [
                     [
                         r.backend, r.n, LOOP_STEPS[r.step][0], r.sessiontree, r.peer, r.peer_value, r.ratio,

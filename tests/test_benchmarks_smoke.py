@@ -382,13 +382,17 @@ def _loop_row(target: str, n: int, durable: bool, **steps: float) -> dict[str, o
     return {"target": target, "implementation": target, "n": n, "durable": durable, **steps}
 
 
+def _steps(append: float, resume: float, fork: float, size: float) -> dict[str, float]:
+    return {"append_ms": append, "resume_ms": resume, "fork_ms": fork, "bytes_per_message": size}
+
+
 def test_loop_ratios_take_the_best_durable_peer_per_step_and_size() -> None:
-    steps = dict(append_ms=1.0, resume_ms=30.0, fork_ms=20.0, bytes_per_message=500.0)
+    steps = _steps(1.0, 30.0, 20.0, 500.0)
     rows = [
         _loop_row("sessiontree:jsonl", 5000, True, **steps),
-        _loop_row("openai-agents-sqlite", 5000, True, append_ms=2.0, resume_ms=40.0, fork_ms=10.0, bytes_per_message=400.0),
-        _loop_row("llm-logstore", 5000, True, append_ms=4.0, resume_ms=25.0, fork_ms=40.0, bytes_per_message=900.0),
-        _loop_row("langgraph-sqlite", 1000, True, append_ms=0.1, resume_ms=0.1, fork_ms=0.1, bytes_per_message=1.0),
+        _loop_row("openai-agents-sqlite", 5000, True, **_steps(2.0, 40.0, 10.0, 400.0)),
+        _loop_row("llm-logstore", 5000, True, **_steps(4.0, 25.0, 40.0, 900.0)),
+        _loop_row("langgraph-sqlite", 1000, True, **_steps(0.1, 0.1, 0.1, 1.0)),  # another size: ignored
     ]
     ratios = {r.step: r for r in loop_ratios(rows)}
     assert {step: (r.peer, r.ratio) for step, r in ratios.items()} == {

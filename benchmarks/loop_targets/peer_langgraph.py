@@ -33,7 +33,9 @@ class LangGraphSqlite:
     durable = True
     durability = "SQLite file, WAL, synchronous=FULL (defaults)"
     max_messages = 2_000
-    too_large = "SqliteSaver stores the whole message list in every checkpoint (n²/2 message copies: ~2.5 GB at 5k)"
+    too_large = (
+        "SqliteSaver stores the whole message list in every checkpoint (n²/2 message copies: ~2.5 GB at 5k)"
+    )
 
     def __init__(self, directory: Path) -> None:
         self._path = directory / "checkpoints.sqlite"

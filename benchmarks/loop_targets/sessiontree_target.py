@@ -22,7 +22,8 @@ def _message(index: int) -> dict[str, Any]:
     role, text = loop_message(index)
     if role == "user":
         return {"role": "user", "content": text, "timestamp": index}
-    return {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop", "timestamp": index}
+    content = [{"type": "text", "text": text}]
+    return {"role": "assistant", "content": content, "stopReason": "stop", "timestamp": index}
 
 
 class SessiontreeTarget:
