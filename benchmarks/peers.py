@@ -126,10 +126,14 @@ def run_runtime_loop(
     rows: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     for python, target in targets:
+
+        def skip(n: int | None, reason: str) -> None:
+            skipped.append({"target": target, "n": n, "reason": reason})
+            progress(f"skip {target}" + (f" at n={n}" if n else "") + f": {reason}")
+
         check = _worker(python, target, ["--check"])
         if check.returncode == MISSING_LIBRARY:
-            skipped.append({"target": target, "n": None, "reason": check.stderr.strip()})
-            progress(f"skip {target}: {check.stderr.strip()}")
+            skip(None, check.stderr.strip())
             continue
         if check.returncode != 0:
             raise RuntimeError(f"{target}: the loop worker failed: {check.stderr.strip()}")
@@ -137,8 +141,7 @@ def run_runtime_loop(
         for n in sizes:
             completed = _worker(python, target, ["--n", str(n), "--reps", str(reps)])
             if completed.returncode == TOO_LARGE:
-                skipped.append({"target": target, "n": n, "reason": completed.stderr.strip()})
-                progress(f"skip {target} at n={n}: {completed.stderr.strip()}")
+                skip(n, completed.stderr.strip())
                 continue
             if completed.returncode != 0:
                 raise RuntimeError(f"{target} at n={n}: the loop worker failed:\n{completed.stderr.strip()}")

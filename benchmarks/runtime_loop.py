@@ -26,6 +26,7 @@ __all__ = [
     "directory_bytes",
     "fork_point",
     "loop_message",
+    "plain_message",
     "measure_appends_only",
     "measure_loop",
 ]
@@ -39,6 +40,12 @@ def loop_message(index: int) -> tuple[str, str]:
     role = "user" if index % 2 == 0 else "assistant"
     prefix = f"{role} turn {index}: "
     return role, prefix + "x" * (MESSAGE_TEXT_LENGTH - len(prefix))
+
+
+def plain_message(index: int) -> dict[str, Any]:
+    """Message ``index`` as ``{"role", "content"}``, the chat shape most peers store."""
+    role, text = loop_message(index)
+    return {"role": role, "content": text}
 
 
 def fork_point(n: int) -> int:

@@ -16,16 +16,11 @@ from typing import Any
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from ..runtime_loop import loop_message
+from ..runtime_loop import plain_message
 
 __all__ = ["LangGraphSqlite"]
 
 _THREAD = {"configurable": {"thread_id": "loop", "checkpoint_ns": ""}}
-
-
-def _message(index: int) -> dict[str, Any]:
-    role, text = loop_message(index)
-    return {"role": role, "content": text}
 
 
 class LangGraphSqlite:
@@ -67,7 +62,7 @@ class LangGraphSqlite:
         return config
 
     def append(self, index: int) -> None:
-        self._messages = [*self._messages, _message(index)]  # the add_messages reducer makes a new list
+        self._messages = [*self._messages, plain_message(index)]  # the add_messages reducer makes a new list
         self._config = self._put(self._config, self._checkpoint, self._messages, index)
         self._configs.append(self._config)
 
@@ -85,7 +80,7 @@ class LangGraphSqlite:
     def fork(self, kept: int) -> None:
         past = self._saver.get_tuple(self._configs[kept - 1])
         assert past is not None
-        messages = [*past.checkpoint["channel_values"]["messages"], _message(kept)]
+        messages = [*past.checkpoint["channel_values"]["messages"], plain_message(kept)]
         self._put(past.config, past.checkpoint, messages, kept)
 
     def shutdown(self) -> None:

@@ -15,16 +15,11 @@ from typing import Any
 from agents import SQLiteSession
 from agents.extensions.memory import AdvancedSQLiteSession
 
-from ..runtime_loop import loop_message
+from ..runtime_loop import plain_message
 
 __all__ = ["AgentsAdvancedSqliteSession", "AgentsSqliteSession"]
 
 _SESSION_ID = "loop"
-
-
-def _item(index: int) -> dict[str, Any]:
-    role, text = loop_message(index)
-    return {"role": role, "content": text}
 
 
 class AgentsSqliteSession:
@@ -47,7 +42,7 @@ class AgentsSqliteSession:
         self._session = self._open(_SESSION_ID)
 
     def append(self, index: int) -> None:
-        self._loop.run_until_complete(self._session.add_items([_item(index)]))
+        self._loop.run_until_complete(self._session.add_items([plain_message(index)]))
 
     def close(self) -> None:
         self._session.close()
@@ -60,7 +55,7 @@ class AgentsSqliteSession:
     def fork(self, kept: int) -> None:
         fork = self._open("loop-fork")
         self._loop.run_until_complete(fork.add_items(self._items[:kept]))
-        self._loop.run_until_complete(fork.add_items([_item(kept)]))
+        self._loop.run_until_complete(fork.add_items([plain_message(kept)]))
 
     def shutdown(self) -> None:
         for session in self._sessions:
@@ -79,7 +74,7 @@ class AgentsAdvancedSqliteSession(AgentsSqliteSession):
     def fork(self, kept: int) -> None:
         # Turn t is the t-th user message; branching from turn kept/2 + 1 keeps the kept messages before it.
         self._loop.run_until_complete(self._session.create_branch_from_turn(kept // 2 + 1, "fork"))
-        self._loop.run_until_complete(self._session.add_items([_item(kept)]))
+        self._loop.run_until_complete(self._session.add_items([plain_message(kept)]))
         forked = len(self._loop.run_until_complete(self._session.get_items()))
         if forked != kept + 1:
             raise AssertionError(f"AdvancedSQLiteSession branch holds {forked} items, not {kept + 1}")

@@ -63,13 +63,37 @@ FORK_RUNS = [
 ]
 
 
+def reformatted(source: Path, tmp_path: Path) -> Path:
+    """``source`` with spaces after every separator and every non-ASCII character escaped."""
+    import json
+
+    header, *body = source.read_bytes().split(b"\n")
+    lines = [
+        json.dumps(jsjson.loads(line), separators=(", ", ": "), ensure_ascii=True).encode() for line in body if line
+    ]
+    path = tmp_path / "reformatted.jsonl"
+    path.write_bytes(b"\n".join([header, *lines, b""]))
+    return path
+
+
+# A reformatted source must fork to the same bytes: pi re-serializes every copied write.
+@pytest.mark.parametrize("reformat", [False, True], ids=["as-written", "reformatted"])
 @pytest.mark.parametrize(("name", "created_at", "options", "variant"), FORK_RUNS, ids=lambda v: str(v)[:40])
 def test_fork_reproduces_pis_file_byte_for_byte(
-    fs: LocalFileSystem, tmp_path: Path, name: str, created_at: int, options: ForkOptions, variant: str
+    fs: LocalFileSystem,
+    tmp_path: Path,
+    name: str,
+    created_at: int,
+    options: ForkOptions,
+    variant: str,
+    reformat: bool,
 ) -> None:
     expected = (REPO / name).read_bytes()
     expected_header = jsjson.loads(expected.split(b"\n")[0])
     source = source_at_fork_time(tmp_path) if variant == "then" else SOURCE
+    if reformat:
+        source = reformatted(source, tmp_path)
+        assert source.read_bytes() != SOURCE.read_bytes()
     boundary = 36 if variant == "boundary" else None
     destination = tmp_path / "out.jsonl"
     result = fork(fs, source, destination, options, destination_id=expected_header["id"], created_at=created_at,
@@ -215,31 +239,6 @@ def test_v3_entry_id_errors_are_pis(fs: LocalFileSystem, tmp_path: Path) -> None
 
 
 # --- the fast path: structural fields only, whole lines decoded only where a write survives -----------
-
-
-def _reformatted(line: bytes) -> bytes:
-    """The same JSON with spaces after every separator and every non-ASCII character escaped."""
-    import json
-
-    return json.dumps(jsjson.loads(line), separators=(", ", ": "), ensure_ascii=True).encode()
-
-
-@pytest.mark.parametrize(("name", "created_at", "options", "variant"), FORK_RUNS, ids=lambda v: str(v)[:40])
-def test_a_reformatted_source_forks_to_pis_bytes_too(
-    fs: LocalFileSystem, tmp_path: Path, name: str, created_at: int, options: ForkOptions, variant: str
-) -> None:
-    # pi re-serializes every copied write, so the fork never copies a source's own formatting.
-    expected = (REPO / name).read_bytes()
-    expected_header = jsjson.loads(expected.split(b"\n")[0])
-    source_lines = (source_at_fork_time(tmp_path) if variant == "then" else SOURCE).read_bytes().split(b"\n")
-    reformatted = tmp_path / "reformatted.jsonl"
-    body = [_reformatted(line) for line in source_lines[1:] if line]
-    reformatted.write_bytes(b"\n".join([source_lines[0], *body, b""]))
-    assert reformatted.read_bytes() != SOURCE.read_bytes()
-    destination = tmp_path / "out.jsonl"
-    fork(fs, reformatted, destination, options, destination_id=expected_header["id"], created_at=created_at,
-         boundary=36 if variant == "boundary" else None)
-    assert destination.read_bytes() == expected
 
 
 def _linear_source(path: Path, count: int, text: str = "m{index}") -> list[bytes]:
