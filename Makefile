@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean
+.PHONY: test demo install clean peers
 
 $(STAMP): requirements-dev.txt core/pyproject.toml plugins/*/pyproject.toml conformance/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,18 @@ $(STAMP): requirements-dev.txt core/pyproject.toml plugins/*/pyproject.toml conf
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The peers `python -m benchmarks --vs-peers` compares with, in their own venv (never in .venv).
+PEERS_VENV := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+
+$(PEERS_STAMP): benchmarks/requirements-peers.txt
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet -r benchmarks/requirements-peers.txt
+	touch $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
 
 # The pi oracle (node 22 + pi from npm, cached in ~/.cache) is installed once up front when shared/ lies
 # beside the checkout, so parallel test workers never install it concurrently; its tests skip without it.
@@ -27,4 +39,4 @@ demo: $(STAMP)
 	$(BIN)/sessiontree demo
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(PEERS_VENV)

@@ -14,8 +14,10 @@ from typing import Any
 
 from .backends import BenchBackend, discover_backends, select_backends
 from .goals import Ratio, compare, memory_ratios
+from .loop_targets import PEERS
 from .machine import describe_machine
 from .memory_open import MemoryMeasurement, measure_open, seed_closed_session
+from .peers import load_average, loop_report_text, loop_targets, run_runtime_loop
 from .pi import PI_BACKENDS, default_oracle, load_pi_results, run_pi_bench, run_pi_memory
 from .report import memory_table, ratio_table, results_table
 from .results import Result, results_from_json
@@ -88,6 +90,38 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="fresh-process opens per implementation, medians reported (default 3)",
     )
     parser.add_argument("--vs-pi", action="store_true", help="run pi's benchmark too and print ratios")
+    parser.add_argument(
+        "--runtime-loop",
+        action="store_true",
+        help="run only the runtime loop (append n one at a time, close, resume by id + context, fork at "
+        "n/2 + one append, bytes per message) on the sessiontree backends",
+    )
+    parser.add_argument(
+        "--vs-peers",
+        action="store_true",
+        help="the runtime loop on sessiontree and on the installed peers (LangGraph SqliteSaver, "
+        "openai-agents SQLiteSession/AdvancedSQLiteSession, google-adk DatabaseSessionService, llm's "
+        "LogStore) with fsync counts, and ratios sessiontree / best durable peer",
+    )
+    parser.add_argument(
+        "--loop-sizes",
+        type=_int_list,
+        default=[1_000, 5_000],
+        help="messages per runtime loop (default 1000,5000); each size runs --reps times, medians reported",
+    )
+    parser.add_argument(
+        "--peers",
+        type=_name_list,
+        default=None,
+        help="comma-separated peers for --vs-peers (default: all of benchmarks.loop_targets.PEERS)",
+    )
+    parser.add_argument(
+        "--peers-python",
+        type=Path,
+        default=None,
+        help="python that has the peers installed (default: .venv-peers/bin/python from `make peers`, "
+        "else this one)",
+    )
     parser.add_argument(
         "--pi-json",
         type=Path,
@@ -182,6 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if arguments.report is not None:
         try:
+            document = _read_report_document(arguments.report, allow_loop=True)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if "runtime_loop" in document:
+            _print_loop(arguments, document)
+            return 0
+        try:
             saved = _load_report(arguments.report)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -193,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if arguments.runtime_loop or arguments.vs_peers:
+        return _run_loop(arguments, backends)
     plan = plan_for_sizes(arguments.sizes, arguments.reps, arguments.sessiontree_catalog_max)
 
     ours: list[Result] = []
@@ -240,6 +284,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _run_loop(arguments: argparse.Namespace, backends: list[BenchBackend]) -> int:
+    """``--runtime-loop`` / ``--vs-peers``: the loop in a subprocess per implementation and size."""
+    peers = (arguments.peers or list(PEERS)) if arguments.vs_peers else None
+    try:
+        targets = loop_targets([b.name for b in backends], peers, arguments.peers_python)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    machine = describe_machine(None) | {"load average before": load_average()}
+    _settle()
+    run = run_runtime_loop(
+        targets, arguments.loop_sizes, arguments.reps, lambda m: _progress(arguments.quiet, m)
+    )
+    machine["load average after"] = load_average()
+    _print_loop(arguments, {"runtime_loop": run.to_json(), "machine": machine})
+    return 0
+
+
+def _print_loop(arguments: argparse.Namespace, document: dict[str, Any]) -> None:
+    if arguments.json:
+        print(json.dumps(document, indent=1))
+        return
+    heading = "### " if arguments.markdown else "== "
+    machine = document.get("machine") or {}
+    lines = "\n".join(f"{'- ' if arguments.markdown else ''}{k}: {v}" for k, v in machine.items() if v)
+    print(f"{heading}machine\n\n{lines}\n\n" + loop_report_text(document, markdown=arguments.markdown))
+
+
 def _print(
     arguments: argparse.Namespace,
     ours: list[Result],
@@ -279,12 +351,15 @@ def _load_report(
     )
 
 
-def _read_report_document(path: Path) -> dict[str, Any]:
-    """The JSON document of a saved ``--json`` report; ``ValueError`` naming the file otherwise."""
+def _read_report_document(path: Path, *, allow_loop: bool = False) -> dict[str, Any]:
+    """The JSON document of a saved ``--json`` report (with ``allow_loop``, a ``--vs-peers`` one too);
+    ``ValueError`` naming the file otherwise."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot read the report: {exc}") from None
+    if allow_loop and isinstance(document, dict) and isinstance(document.get("runtime_loop"), dict):
+        return document
     if not isinstance(document, dict) or not isinstance(document.get("sessiontree"), list):
         raise ValueError(f"{path}: not a --json report (no 'sessiontree' rows)")
     return document

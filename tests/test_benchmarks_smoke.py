@@ -300,3 +300,123 @@ def test_summarize_judges_each_row_by_the_median_of_the_runs_ratios(
     assert "| memory | list sessions | d | 0.5 | 0.450 | 0.450 | 0.400–0.900 | 4.0–9.0 | 10.0–10.0 | yes |" in out
     assert main(["--summarize", str(tmp_path / "missing.json")]) == 2
     assert "cannot read the report" in capsys.readouterr().err
+
+
+# --- the runtime loop and --vs-peers -------------------------------------------------------------------
+
+from benchmarks.loop_targets import PEERS, load_target  # noqa: E402
+from benchmarks.peers import _strace_calls, loop_ratios  # noqa: E402
+from benchmarks.runtime_loop import fork_point, measure_loop  # noqa: E402
+
+LOOP_STEPS = ["append_ms", "resume_ms", "fork_ms", "bytes_per_message"]
+
+
+@pytest.mark.parametrize("name", [n for n in ("memory", "jsonl") if n in INSTALLED])
+def test_runtime_loop_runs_every_step_on_sessiontree(name: str) -> None:
+    row = measure_loop(load_target(f"sessiontree:{name}"), 12, 2)
+    assert row["implementation"] == f"sessiontree {name}" and row["n"] == 12 and row["reps"] == 2
+    assert row["durable"] is (name == "jsonl")
+    for step in LOOP_STEPS:
+        assert len(row[f"{step}_samples"]) == 2 and row[step] in row[f"{step}_samples"]
+    assert all(row[step] > 0 for step in ("append_ms", "resume_ms", "fork_ms"))
+    # ~200-byte messages: a file backend stores at least that per message, memory nothing on disk.
+    assert (row["bytes_per_message"] > 200) if name == "jsonl" else row["bytes_per_message"] == 0
+    assert fork_point(12) == 6 and fork_point(10) == 4
+
+
+def _missing_peer() -> str:
+    import importlib.util
+
+    modules = {
+        "langgraph-sqlite": "langgraph.checkpoint.sqlite",
+        "openai-agents-sqlite": "agents",
+        "openai-agents-advanced": "agents",
+        "adk-database-sqlite": "google.adk",
+        "llm-logstore": "llm",
+    }
+    assert set(modules) == set(PEERS)
+    for peer, module in modules.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            return peer
+    pytest.skip("every peer is installed in the test interpreter")
+
+
+def test_vs_peers_reports_rows_fsyncs_and_a_missing_peer_as_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    peer = _missing_peer()
+    backends = [n for n in ("memory", "jsonl") if n in INSTALLED]
+    argv = ["--vs-peers", "--loop-sizes", "8", "--reps", "1", "--backends", ",".join(backends)]
+    argv += ["--peers", peer, "--peers-python", sys.executable, "--json", "--quiet"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    loop = report["runtime_loop"]
+    assert [(r["target"], r["n"]) for r in loop["rows"]] == [(f"sessiontree:{b}", 8) for b in backends]
+    assert [(s["target"], s["n"]) for s in loop["skipped"]] == [(peer, None)]
+    assert "not installed" in loop["skipped"][0]["reason"]
+    assert loop["ratios"] == []  # no peer ran
+    assert "load average before" in report["machine"]
+    fsyncs = {r["target"]: r["fsync_per_append"] for r in loop["rows"]}
+    if shutil.which("strace") is None:
+        assert all(value is None for value in fsyncs.values())
+    else:
+        assert fsyncs.get("sessiontree:memory", 0) == 0
+        if "jsonl" in backends:
+            assert fsyncs["sessiontree:jsonl"] >= 1  # durability=fsync: at least one per append
+
+    saved = tmp_path / "loop.json"
+    saved.write_text(json.dumps(report), encoding="utf-8")
+    assert main(["--report", str(saved), "--markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "| implementation | n | durability | append ms | fsync/append |" in markdown
+    assert f"- skipped {peer}: " in markdown
+
+
+def _loop_row(target: str, n: int, durable: bool, **steps: float) -> dict[str, object]:
+    return {"target": target, "implementation": target, "n": n, "durable": durable, **steps}
+
+
+def _steps(append: float, resume: float, fork: float, size: float) -> dict[str, float]:
+    return {"append_ms": append, "resume_ms": resume, "fork_ms": fork, "bytes_per_message": size}
+
+
+def test_loop_ratios_take_the_best_durable_peer_per_step_and_size() -> None:
+    steps = _steps(1.0, 30.0, 20.0, 500.0)
+    rows = [
+        _loop_row("sessiontree:jsonl", 5000, True, **steps),
+        _loop_row("openai-agents-sqlite", 5000, True, **_steps(2.0, 40.0, 10.0, 400.0)),
+        _loop_row("llm-logstore", 5000, True, **_steps(4.0, 25.0, 40.0, 900.0)),
+        _loop_row("langgraph-sqlite", 1000, True, **_steps(0.1, 0.1, 0.1, 1.0)),  # another size: ignored
+    ]
+    ratios = {r.step: r for r in loop_ratios(rows)}
+    assert {step: (r.peer, r.ratio) for step, r in ratios.items()} == {
+        "append_ms": ("openai-agents-sqlite", 0.5),
+        "resume_ms": ("llm-logstore", 1.2),
+        "fork_ms": ("openai-agents-sqlite", 2.0),
+        "bytes_per_message": ("openai-agents-sqlite", 1.25),
+    }
+    assert ratios["append_ms"].met is True
+    assert ratios["resume_ms"].met is False and ratios["resume_ms"].absolute_target == 35.0
+    assert ratios["bytes_per_message"].target == 1.2 and ratios["bytes_per_message"].met is False
+    # Below its ratio target but above the absolute one: not met.
+    rows[0] = _loop_row("sessiontree:jsonl", 5000, True, **(steps | {"fork_ms": 16.0}))
+    rows[1]["fork_ms"] = 20.0
+    (fork,) = [r for r in loop_ratios(rows) if r.step == "fork_ms"]
+    assert fork.ratio == 0.8 and fork.met is False
+
+
+def test_strace_summary_counts_fsync_and_fdatasync_calls() -> None:
+    summary = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 90.00    0.009000          90       100           fsync
+ 10.00    0.001000          10        10         2 fdatasync
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.010000          90       110         2 total
+"""
+    assert _strace_calls(summary) == 110

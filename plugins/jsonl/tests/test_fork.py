@@ -63,13 +63,37 @@ FORK_RUNS = [
 ]
 
 
+def reformatted(source: Path, tmp_path: Path) -> Path:
+    """``source`` with spaces after every separator and every non-ASCII character escaped."""
+    import json
+
+    header, *body = source.read_bytes().split(b"\n")
+    lines = [
+        json.dumps(jsjson.loads(line), separators=(", ", ": "), ensure_ascii=True).encode() for line in body if line
+    ]
+    path = tmp_path / "reformatted.jsonl"
+    path.write_bytes(b"\n".join([header, *lines, b""]))
+    return path
+
+
+# A reformatted source must fork to the same bytes: pi re-serializes every copied write.
+@pytest.mark.parametrize("reformat", [False, True], ids=["as-written", "reformatted"])
 @pytest.mark.parametrize(("name", "created_at", "options", "variant"), FORK_RUNS, ids=lambda v: str(v)[:40])
 def test_fork_reproduces_pis_file_byte_for_byte(
-    fs: LocalFileSystem, tmp_path: Path, name: str, created_at: int, options: ForkOptions, variant: str
+    fs: LocalFileSystem,
+    tmp_path: Path,
+    name: str,
+    created_at: int,
+    options: ForkOptions,
+    variant: str,
+    reformat: bool,
 ) -> None:
     expected = (REPO / name).read_bytes()
     expected_header = jsjson.loads(expected.split(b"\n")[0])
     source = source_at_fork_time(tmp_path) if variant == "then" else SOURCE
+    if reformat:
+        source = reformatted(source, tmp_path)
+        assert source.read_bytes() != SOURCE.read_bytes()
     boundary = 36 if variant == "boundary" else None
     destination = tmp_path / "out.jsonl"
     result = fork(fs, source, destination, options, destination_id=expected_header["id"], created_at=created_at,
@@ -212,3 +236,72 @@ def test_v3_entry_id_errors_are_pis(fs: LocalFileSystem, tmp_path: Path) -> None
         v3_fork(fs, tmp_path / "d.jsonl", BranchFork(branch="main", entry_id="nope"))
     with pytest.raises(ForkError, match="^Legacy v3 fork entry is not a retained entry: l1$"):
         v3_fork(fs, tmp_path / "d.jsonl", BranchFork(branch="main", entry_id="l1"))
+
+
+# --- the fast path: structural fields only, whole lines decoded only where a write survives -----------
+
+
+def _linear_source(path: Path, count: int, text: str = "m{index}") -> list[bytes]:
+    """A configured lane ``main`` then ``count`` appends, each an ``[entry, tip]`` line as pi writes;
+    ``text`` is the JSON string body of each message (``{index}`` replaced)."""
+    header = SOURCE.read_bytes().split(b"\n")[0]
+    lines = [
+        b'[{"kind":"value","op":"set","seq":1,"namespace":"pi.lane.config","key":"main","value":{"model":1}},'
+        b'{"kind":"value","op":"set","seq":2,"namespace":"pi.lane.state","key":"main",'
+        b'"value":{"status":"idle"}}]'
+    ]
+    for index in range(count):
+        parent = jsjson.dumps(f"e{index - 1}" if index else None)
+        seq = 3 + 2 * index
+        lines.append(
+            f'[{{"kind":"entry","id":"e{index}","parentId":{parent},"type":"message",'
+            f'"message":{{"role":"user","content":"{text.format(index=index)}","n":12345678901234567890}},'
+            f'"seq":{seq},"timestamp":{index}}},'
+            f'{{"kind":"value","op":"set","seq":{seq + 1},"namespace":"pi.branch.tip","key":"main",'
+            f'"value":"e{index}"}}]'
+            .encode()
+        )
+    path.write_bytes(b"\n".join([header, *lines, b""]))
+    return lines
+
+
+def test_only_lines_holding_a_kept_write_are_decoded_whole(
+    fs: LocalFileSystem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "linear.jsonl"
+    _linear_source(source, 20)
+    lines = source.read_bytes().split(b"\n")
+    decoded: list[bytes] = []
+    loads = jsjson.loads
+
+    def recording(text: Any) -> Any:
+        raw = text.encode() if isinstance(text, str) else bytes(text)
+        if raw in lines[1:]:
+            decoded.append(raw)
+        return loads(text)
+
+    monkeypatch.setattr(jsjson, "loads", recording)
+    destination = tmp_path / "out.jsonl"
+    result = fork(fs, source, destination, BranchFork(branch="main", entry_id="e9"))
+    monkeypatch.undo()
+    # The lane line, the lines of e0..e9 and the last line (main's current tip, moved to e9); never e10..e18.
+    assert decoded == [lines[1], *lines[2:12], lines[21]]
+    written = [jsjson.loads(line) for line in destination.read_bytes().split(b"\n")[1:-1]]
+    assert [w["id"] for w in written if w["kind"] == "entry"] == [f"e{i}" for i in range(10)]
+    values = [(w["namespace"], w["value"]) for w in written if w["kind"] == "value"]
+    assert [namespace for namespace, _ in values] == ["pi.lane.config", "pi.lane.state", "pi.branch.tip"]
+    assert values[0][1] == {"model": 1} and values[2][1] == "e9"
+    assert result.entry_count == 10 and result.header.next_seq == 43
+
+
+def test_lines_only_the_exact_path_reads_fork_as_json_stringify_writes_them(
+    fs: LocalFileSystem, tmp_path: Path
+) -> None:
+    # A lone surrogate escape (msgspec refuses it), an escaped é and an integer beyond 2**53.
+    source = tmp_path / "odd.jsonl"
+    _linear_source(source, 4, text="m{index} \\u00e9 \\ud800")
+    destination = tmp_path / "out.jsonl"
+    fork(fs, source, destination, BranchFork(branch="main", entry_id="e1"))
+    lines = destination.read_bytes().split(b"\n")
+    assert [jsjson.loads(line)["id"] for line in lines[3:5]] == ["e0", "e1"]
+    assert b'"content":"m0 \xc3\xa9 \\ud800","n":12345678901234567000}' in lines[3]

@@ -8,6 +8,15 @@ order (re-serialized exactly as ``JSON.stringify`` would). Usage rows are never 
 is published atomically with header ``parentSessionId`` = the source id and ``nextSeq`` = the source's
 high-water mark.
 
+Format-4 lines are read as bytes and decoded once by msgspec into their structural fields (payloads are
+checked as JSON but never built); the index pass also records, per line, the entry ids and addresses it
+could contribute. The copy pass then decodes and re-serializes only the lines holding a write the plan
+keeps — a fork at the middle of a linear session never decodes the other half. Copied writes are still
+re-serialized, not copied as bytes: pi's fork files are ``JSON.stringify`` output whatever the source's
+formatting, and proving a source line canonical costs what re-encoding it does. A line msgspec is not
+sure about (an unusual type, a lone surrogate, a failed check) takes the exact path
+(:func:`sessiontree.jsjson.loads` and pi's per-write checks), which gives pi's errors.
+
 Both passes read one open handle up to the size it had when the fork began, so appends or an atomic
 rewrite of the source during the fork change nothing. An *open* source passes the seq boundary it
 captured on its commit queue (and a handle opened there): lines at or past it are not part of the fork.
@@ -18,9 +27,10 @@ its ids are deterministic, so a fork of an open v3 session holds exactly the ids
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
+import msgspec
 
 from sessiontree import jsjson
 from sessiontree.contracts import BranchFork, ForkOptions
@@ -35,7 +45,7 @@ from sessiontree.fork import (
     select_branch_fork,
     tree_plan,
 )
-from sessiontree.fs import FileHandle, FileSystem
+from sessiontree.fs import UTF8_BOM, FileHandle, FileSystem
 from sessiontree.model import ABSENT, JsonValue
 
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
@@ -46,11 +56,13 @@ from .lines import iter_handle_lines
 __all__ = ["ForkResult", "SourceIndex", "fork_session_file", "iter_v4_writes"]
 
 _TIP = "pi.branch.tip"
+_CHUNK = 1 << 20
 # Stands in for a missing "value" member while the policy decides, so "copy it" and DROP stay apart.
 _NO_VALUE = object()
 
-WriteRecords = Callable[[], Iterator[dict[str, Any]]]
-"""Re-startable stream of a source's committed write records (wire dicts), in file order."""
+WriteRecords = Callable[[ForkPlan], Iterator[dict[str, Any]]]
+"""Re-startable stream of a source's committed write records (wire dicts), in file order; given the
+fork's plan it may leave out records the plan cannot keep."""
 
 
 @attrs.frozen(kw_only=True)
@@ -88,30 +100,208 @@ def _check_write(write: object) -> dict[str, Any]:
     return write
 
 
-def iter_v4_writes(handle: FileHandle, *, limit: int, boundary: int | None = None) -> Iterator[dict[str, Any]]:
-    """The committed write records of a format-4 file's complete lines after the header, up to byte
+def _exact_writes(raw: bytes) -> list[dict[str, Any]]:
+    """A transaction line's writes the way pi reads them: the whole line parsed, each write checked."""
+    try:
+        parsed = jsjson.loads(raw.decode("utf-8", "replace"))
+    except jsjson.JSONDecodeError as error:
+        raise StorageFormatError("Invalid JSONL transaction: not valid JSON") from error
+    return [_check_write(w) for w in parsed] if isinstance(parsed, list) else [_check_write(parsed)]
+
+
+_SafeSeq = Annotated[int, msgspec.Meta(ge=1, le=jsjson.MAX_SAFE_INTEGER)]
+_SafeTimestamp = Annotated[int, msgspec.Meta(ge=0, le=jsjson.MAX_SAFE_INTEGER)]
+
+
+class _Fields(msgspec.Struct, gc=False, rename={"parent_id": "parentId"}):
+    """The fields of a write the fork reads; the rest (payloads) msgspec checks as JSON and skips."""
+
+    kind: str
+    seq: _SafeSeq
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    parent_id: str | None | msgspec.UnsetType = msgspec.UNSET
+    timestamp: _SafeTimestamp | msgspec.UnsetType = msgspec.UNSET
+    op: str | msgspec.UnsetType = msgspec.UNSET
+    namespace: str | msgspec.UnsetType = msgspec.UNSET
+    key: str | msgspec.UnsetType = msgspec.UNSET
+    value: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_decode_fields = msgspec.json.Decoder(list[_Fields] | _Fields).decode
+_OPS = {"value": ("set", "delete"), "list": ("append", "delete")}
+
+
+def _passes_pi_checks(write: _Fields) -> bool:
+    """What :func:`_check_write` checks, on decoded fields (seq is already a safe integer >= 1)."""
+    if write.kind == "entry":
+        return write.id is not msgspec.UNSET and write.timestamp is not msgspec.UNSET
+    if write.kind == "usage":
+        return True
+    return (
+        write.op in _OPS.get(write.kind, ())
+        and write.namespace is not msgspec.UNSET
+        and write.key is not msgspec.UNSET
+    )
+
+
+def _fast_fields(raw: bytes) -> list[_Fields] | None:
+    """The line's writes as :class:`_Fields`, or ``None`` when only the exact path can decide."""
+    try:
+        decoded = _decode_fields(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    fields = decoded if isinstance(decoded, list) else [decoded]
+    return fields if all(_passes_pi_checks(write) for write in fields) else None
+
+
+def _raw_lines(handle: FileHandle, limit: int) -> Iterator[tuple[bytes, bool]]:
+    """:func:`~sessiontree_jsonl.lines.iter_handle_lines` as bytes (not decoded): ``(line, terminated)``."""
+    offset = len(UTF8_BOM) if limit >= len(UTF8_BOM) and handle.read_at(0, len(UTF8_BOM)) == UTF8_BOM else 0
+    pending = b""
+    while offset < limit:
+        chunk = handle.read_at(offset, min(_CHUNK, limit - offset))
+        if not chunk:
+            break
+        offset += len(chunk)
+        data = pending + chunk if pending else chunk
+        start = 0
+        newline = data.find(b"\n")
+        while newline >= 0:
+            yield data[start:newline], True
+            start = newline + 1
+            newline = data.find(b"\n", start)
+        pending = data[start:]
+    if pending:
+        yield pending, False
+
+
+TransactionLine = tuple[bytes, list[_Fields] | None, list[dict[str, Any]] | None]
+"""``(raw line, fields, writes)``: ``fields`` when msgspec decoded the line (``writes`` is ``None``), else
+the exact path's ``writes``."""
+
+
+def _v4_lines(handle: FileHandle, *, limit: int, boundary: int | None) -> Iterator[TransactionLine]:
+    """Every committed transaction line of a format-4 file after the header (empty ones too), up to byte
     ``limit``, stopping at a torn line or (``boundary``) at the first line whose first seq is at or past
     the boundary; a line straddling the boundary raises ``JSONL transaction crosses fork sequence
-    boundary <n>``.
-    """
-    lines = iter_handle_lines(handle, limit=limit)
+    boundary <n>``."""
+    lines = _raw_lines(handle, limit)
     next(lines, None)  # the header, checked by the caller
-    for line in lines:
-        if not line.terminated:
+    for raw, terminated in lines:
+        if not terminated:
             return
-        try:
-            parsed = jsjson.loads(line.text)
-        except jsjson.JSONDecodeError as error:
-            raise StorageFormatError("Invalid JSONL transaction: not valid JSON") from error
-        writes = [_check_write(w) for w in parsed] if isinstance(parsed, list) else [_check_write(parsed)]
-        if not writes:
-            continue
-        if boundary is not None:
-            if writes[0]["seq"] >= boundary:
+        fields = _fast_fields(raw)
+        writes = _exact_writes(raw) if fields is None else None
+        if boundary is not None and (fields or writes):
+            first, last = _seq_range(fields, writes)
+            if first >= boundary:
                 return
-            if writes[-1]["seq"] >= boundary:
+            if last >= boundary:
                 raise StorageFormatError(f"JSONL transaction crosses fork sequence boundary {boundary}")
-        yield from writes
+        yield raw, fields, writes
+
+
+def _seq_range(fields: list[_Fields] | None, writes: list[dict[str, Any]] | None) -> tuple[int, int]:
+    """The first and last seq of a non-empty line."""
+    if fields:
+        return fields[0].seq, fields[-1].seq
+    assert writes
+    return writes[0]["seq"], writes[-1]["seq"]
+
+
+def iter_v4_writes(
+    handle: FileHandle, *, limit: int, boundary: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """The committed write records of a format-4 file's complete lines after the header (see
+    :func:`_v4_lines` for ``limit`` and ``boundary``)."""
+    for raw, _fields, writes in _v4_lines(handle, limit=limit, boundary=boundary):
+        yield from writes if writes is not None else _exact_writes(raw)
+
+
+class _UndecodedTip:
+    """A branch tip's JSON value, decoded only if the fork asks for that branch."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: msgspec.Raw) -> None:
+        self.raw = raw
+
+    def decode(self) -> object:
+        return jsjson.loads(bytes(self.raw))
+
+
+_ENTRY, _VALUE, _LIST = 0, 1, 2
+
+Claims = tuple[tuple[int, int, object], ...] | None
+"""What one line may contribute to a fork, recorded by the index pass: ``(kind, seq, entry id or
+address)`` of its entries, value sets and list appends; ``None`` for a line the exact path read."""
+
+
+def _index_v4(lines: Iterable[TransactionLine]) -> tuple[SourceIndex, list[Claims]]:
+    """The index, and the claims of every line it read (in order)."""
+    index = SourceIndex()
+    parents, scalar_seq = index.parents, index.scalar_seq
+    claims: list[Claims] = []
+    high_water = 0
+    for _raw, fields, writes in lines:
+        if fields is None:
+            for write in writes or ():
+                index.add(write)
+            claims.append(None)
+            continue
+        line: list[tuple[int, int, object]] = []
+        for field in fields:
+            seq = field.seq
+            if seq > high_water:
+                high_water = seq
+            kind = field.kind
+            if kind == "entry":
+                parents[field.id] = None if field.parent_id is msgspec.UNSET else field.parent_id
+                line.append((_ENTRY, seq, field.id))
+            elif kind == "value" and field.op == "set" and field.namespace == _TIP:
+                address = (_TIP, field.key)
+                scalar_seq[address] = seq
+                index.tips[field.key] = ABSENT if field.value is msgspec.UNSET else _UndecodedTip(field.value)
+                line.append((_VALUE, seq, address))
+            elif kind != "usage":
+                index.add_fields(seq, kind, op=field.op, namespace=field.namespace, key=field.key)
+                if field.op != "delete":
+                    line.append((_VALUE if kind == "value" else _LIST, seq, (field.namespace, field.key)))
+        claims.append(tuple(line))
+    index.high_water = max(index.high_water, high_water)
+    return index, claims
+
+
+def _may_survive(claims: tuple[tuple[int, int, object], ...], index: SourceIndex, plan: ForkPlan) -> bool:
+    """Whether :func:`_copied_lines` could keep one of these writes (before the namespace policy)."""
+    for kind, seq, key in claims:
+        if kind == _ENTRY:
+            if plan.scope == "tree" or key in plan.selected:
+                return True
+        elif kind == _VALUE:
+            if index.scalar_seq.get(key) == seq:  # type: ignore[arg-type]
+                return True
+        else:
+            first = index.first_list_seq.get(key)  # type: ignore[arg-type]
+            if first is not None and seq >= first:
+                return True
+    return False
+
+
+def _surviving_v4_writes(
+    handle: FileHandle, limit: int, claims: list[Claims], index: SourceIndex, plan: ForkPlan
+) -> Iterator[dict[str, Any]]:
+    """The write records of the lines the index pass read that hold a write the fork may keep; the
+    other lines are neither decoded nor checked again."""
+    lines = _raw_lines(handle, limit)
+    next(lines, None)
+    for (raw, _terminated), line_claims in zip(lines, claims):
+        if line_claims is None:
+            yield from _exact_writes(raw)
+        elif _may_survive(line_claims, index, plan):
+            # pi's checks passed on these bytes in the index pass.
+            parsed = jsjson.loads(raw)
+            yield from parsed if isinstance(parsed, list) else [parsed]  # type: ignore[misc]
 
 
 @attrs.define
@@ -134,21 +324,46 @@ class SourceIndex:
         return index
 
     def add(self, write: dict[str, Any]) -> None:
-        seq = int(write["seq"])
-        self.high_water = max(self.high_water, seq)
         kind = write["kind"]
         if kind == "entry":
-            self.parents[write.get("id")] = write.get("parentId")  # type: ignore[index]
+            self.add_fields(int(write["seq"]), kind, write.get("id"), write.get("parentId"))
+        elif kind == "usage":
+            self.add_fields(int(write["seq"]), kind)
+        else:
+            self.add_fields(
+                int(write["seq"]),
+                kind,
+                op=write["op"],
+                namespace=write.get("namespace"),
+                key=write.get("key"),
+                value=write.get("value", ABSENT),
+            )
+
+    def add_fields(
+        self,
+        seq: int,
+        kind: str,
+        entry_id: object = None,
+        parent_id: object = None,
+        *,
+        op: object = None,
+        namespace: object = None,
+        key: object = None,
+        value: object = ABSENT,
+    ) -> None:
+        """:meth:`add` from a write's fields (``value`` is read only for a set of a branch tip)."""
+        self.high_water = max(self.high_water, seq)
+        if kind == "entry":
+            self.parents[entry_id] = parent_id  # type: ignore[index]
             return
         if kind == "usage":
             return
-        address = (write.get("namespace"), write.get("key"))
+        address = (namespace, key)
         if kind == "value":
-            namespace, key = address
-            if write["op"] == "set":
+            if op == "set":
                 self.scalar_seq[address] = seq  # type: ignore[index]
                 if namespace == _TIP:
-                    self.tips[key] = write.get("value", ABSENT)  # type: ignore[index]
+                    self.tips[key] = value  # type: ignore[index]
                 elif namespace == "pi.lane.config":
                     self.lane_configs.add(key)  # type: ignore[arg-type]
                 elif namespace == "pi.lane.state":
@@ -161,7 +376,7 @@ class SourceIndex:
                     self.lane_configs.discard(key)  # type: ignore[arg-type]
                 elif namespace == "pi.lane.state":
                     self.lane_states.discard(key)  # type: ignore[arg-type]
-        elif write["op"] == "append":
+        elif op == "append":
             if self.first_list_seq.get(address) is None:  # type: ignore[arg-type]
                 self.first_list_seq[address] = seq  # type: ignore[index]
         else:
@@ -175,7 +390,10 @@ class SourceIndex:
         unconfigured lane (branch scope; tree scope checks nothing)."""
         if not isinstance(options, BranchFork):
             return tree_plan()
-        plan = select_branch_fork(options, self.tips.get(options.branch, ABSENT), self.parent_of)  # type: ignore[arg-type]
+        tip = self.tips.get(options.branch, ABSENT)
+        if isinstance(tip, _UndecodedTip):
+            tip = tip.decode()
+        plan = select_branch_fork(options, tip, self.parent_of)  # type: ignore[arg-type]
         require_configured_lane(
             options.branch, options.branch in self.lane_configs, options.branch in self.lane_states
         )
@@ -251,8 +469,11 @@ def fork_session_file(
         if isinstance(header, LegacyV3Header):
             legacy = LegacyV3Source.read(fs, source_path, options=legacy_options, handle=_Borrowed(source))
             try:
-                records: WriteRecords = legacy.records
-                index = SourceIndex.build(records())
+                index = SourceIndex.build(legacy.records())
+
+                def records(_plan: ForkPlan) -> Iterator[dict[str, Any]]:
+                    return legacy.records()
+
                 next_seq = legacy.next_seq
                 options = _translate_legacy_entry(options, legacy)
                 return _publish(
@@ -267,10 +488,11 @@ def fork_session_file(
                 f"Session {header.id} uses unsupported storage version {header.storage_version}"
             )
 
-        def v4_records() -> Iterator[dict[str, Any]]:
-            return iter_v4_writes(source, limit=size, boundary=boundary)
+        index, claims = _index_v4(_v4_lines(source, limit=size, boundary=boundary))
 
-        index = SourceIndex.build(v4_records())
+        def v4_records(plan: ForkPlan) -> Iterator[dict[str, Any]]:
+            return _surviving_v4_writes(source, size, claims, index, plan)
+
         next_seq = boundary if boundary is not None else max(header.next_seq or 1, index.high_water + 1)
         return _publish(
             fs, destination_path, v4_records, index, options, next_seq,
@@ -346,7 +568,7 @@ def _publish(
 
     def chunks() -> Iterator[bytes]:
         yield header.encode()
-        for write in _copied_lines(records(), index, plan):
+        for write in _copied_lines(records(plan), index, plan):
             if write["kind"] == "entry":
                 counter[0] += 1
             yield jsjson.dumpb(write) + b"\n"
