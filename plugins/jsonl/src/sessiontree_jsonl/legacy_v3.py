@@ -466,6 +466,8 @@ class LegacyV3Source:
             )
             if not known and not lenient:
                 raise self._error(f"Unsupported legacy v3 record type: {jsjson.template_string(record_type)}", line_number)
+            if not isinstance(record_type, str):
+                record_type = ""  # the CLI keeps it as a record of no known type; any JSON value may stand here
             legacy_id = record.get("id", ABSENT) if isinstance(record, dict) else ABSENT
             if not known and not isinstance(legacy_id, str):
                 # The CLI keeps a JSON value without a string id as an entry nothing can reach; when it
