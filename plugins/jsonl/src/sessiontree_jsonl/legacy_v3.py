@@ -460,14 +460,13 @@ class LegacyV3Source:
         dangling: list[tuple[_Record, LegacyIdKey, object]] = []
         for parsed in records:
             line_number, record = parsed.line, parsed.value
-            record_type = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
+            record_type = _record_type(record)
             known = isinstance(record_type, str) and (
                 record_type in _RETAINED or record_type in _DISCARDED or (lenient and record_type in _EXTENDED)
             )
             if not known and not lenient:
-                raise self._error(f"Unsupported legacy v3 record type: {jsjson.template_string(record_type)}", line_number)
-            if not isinstance(record_type, str):
-                record_type = ""  # the CLI keeps it as a record of no known type; any JSON value may stand here
+                written = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
+                raise self._error(f"Unsupported legacy v3 record type: {jsjson.template_string(written)}", line_number)
             legacy_id = record.get("id", ABSENT) if isinstance(record, dict) else ABSENT
             if not known and not isinstance(legacy_id, str):
                 # The CLI keeps a JSON value without a string id as an entry nothing can reach; when it
@@ -658,7 +657,7 @@ class LegacyV3Source:
             if parsed is None:
                 raise self._error("Legacy v3 source ended before captured entries")
             record = parsed.value
-            record_type = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
+            record_type = _record_type(record)
             record_id = record.get("id", ABSENT) if isinstance(record, dict) else ABSENT
             if record_type != expected.type or legacy_id_key(record_id) != expected.key:
                 raise self._error("Legacy v3 source changed", expected.line)
@@ -900,3 +899,14 @@ def _header_id_reader(local_timezone: _dt.tzinfo) -> Callable[[JsonValue], str |
         return None if header is None else header.id
 
     return header_id
+
+
+_OBJECT_TYPE = object()
+"""The type of a record whose ``type`` is a JSON array or object: a record of no known type, as the CLI
+keeps it (any JSON value may stand there; compared and looked up like any other unknown type)."""
+
+
+def _record_type(record: object) -> object:
+    """A record's ``type`` (:data:`ABSENT` when it has none), hashable whatever JSON stands there."""
+    record_type = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
+    return _OBJECT_TYPE if isinstance(record_type, (list, dict)) else record_type
