@@ -7,9 +7,10 @@ timestamp, type, custom type); the payload is decoded from the file only when an
 
 Two paths give the same state:
 
-* the **fast path** decodes only the structural fields with msgspec and runs pi's validation inline;
-* the **exact path** (:func:`sessiontree.wire.decode_transaction` plus
-  :meth:`SessionState.validate_committed`) handles every line the fast path is not sure about and
+* the **fast path** decodes only the structural fields with msgspec and proves the line valid (a chain
+  of entries with :func:`sessiontree.kit.proves_entry_chain`, any other line inline);
+* the **exact path** (:func:`sessiontree.wire.decode_transaction` plus the commit validator,
+  :func:`sessiontree.kit.validate_committed`) handles every line the fast path is not sure about and
   produces pi's error messages. The fast path never accepts a line the exact path would refuse: any
   doubt (an unusual number form, a lone surrogate, a missing field, a failed check) sends the whole line
   down the exact path before anything of it is applied.
@@ -35,6 +36,7 @@ from sessiontree import deepjson, jsjson
 from sessiontree.engine import EntryNode, SessionState
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
+from sessiontree.kit.validation import proves_entry_chain
 from sessiontree.model import ABSENT, Entry, EntryStructure, Usage
 from sessiontree.wire import TransactionDepthError, committed_write_from_wire, decode_transaction
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -378,8 +380,8 @@ def _payload(raw: object) -> Any:
 class Replayer:
     """Feeds complete lines of one file into ``state``; call :meth:`finish` once after the last feed.
 
-    ``usage_ids`` is the set of usage-row ids the state holds (kept up to date here); the engine only
-    exposes entry lookups, and an entry id must not reuse a usage id.
+    ``usage_ids`` is the set of usage-row ids the state holds (kept up to date here, for the storage's
+    generation).
     """
 
     def __init__(
@@ -406,9 +408,6 @@ class Replayer:
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
         self._lists: dict[tuple[str, str], list[Any]] = {}
         self._last_node: LazyEntryNode | None = None
-        # Ids stored by this replay, when it starts from an empty state: a whole line's ids are then
-        # checked against it in one set operation instead of one has_entry call each.
-        self._stored_ids: set[str] | None = set() if state.entry_count == 0 else None
 
     # -- feeding -------------------------------------------------------------------------------------
 
@@ -534,14 +533,8 @@ class Replayer:
                     usage = [write]
                 else:
                     usage.append(write)
-        stored = self._stored_ids
-        if line_ids is not None and (
-            (any(map(has_entry, line_ids)) if stored is None else not stored.isdisjoint(line_ids))
-            or not usage_ids.isdisjoint(line_ids)
-        ):
+        if line_ids is not None and state.holds_any_id(line_ids):
             raise _NeedsExactPath
-        if stored is not None and line_ids is not None:
-            stored |= line_ids
         # Everything checked and nothing mutated so far: apply.
         if nodes:
             if in_array:
@@ -573,26 +566,14 @@ class Replayer:
         if parents[1:] != ids[:-1]:
             return False
         seqs = list(map(_get_seq, records))
-        if seqs[0] <= self.last_seq or not all(map(operator.lt, seqs, islice(seqs, 1, None))):
-            raise _NeedsExactPath
-        line_ids = set(ids)
-        if len(line_ids) != len(ids):
-            raise _NeedsExactPath
         state = self.state
-        last = self._last_node
-        first_parent = parents[0]
-        continues_last = last is not None and first_parent == last.id
-        if first_parent is not None and not continues_last and not state.has_entry(first_parent):
-            raise _NeedsExactPath
-        stored = self._stored_ids
-        if (
-            any(map(state.has_entry, line_ids)) if stored is None else not stored.isdisjoint(line_ids)
-        ) or not self.usage_ids.isdisjoint(line_ids):
+        if not proves_entry_chain(state, ids, parents, seqs):
             raise _NeedsExactPath
         # Everything checked: fill in the nodes' own fields and apply.
         count = len(records)
-        if continues_last:
-            records[0].parent_id = last.id  # type: ignore[union-attr]
+        last = self._last_node
+        if last is not None and parents[0] == last.id:
+            records[0].parent_id = last.id
         # Share each parent id with its parent's own id string rather than hold a second copy.
         _consume(map(setattr, islice(records, 1, None), repeat("parent_id"), ids))
         types = list(map(_get_type, records))
@@ -603,8 +584,6 @@ class Replayer:
         _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
         unplaced = _UNPLACED if count <= len(_UNPLACED) else range(-1, -1 - count, -1)
         _consume(map(setattr, records, repeat("length"), unplaced))
-        if stored is not None:
-            stored |= line_ids
         self.source.register_array_line(line_offset, line_length)
         state.add_entry_chain(cast("list[EntryNode]", records), ids, seqs, types)
         self._last_node = records[-1]
@@ -624,8 +603,6 @@ class Replayer:
         for write in writes:
             if isinstance(write, EntryWrite):
                 state.add_entry_node(EntryNode(write.entry))
-                if self._stored_ids is not None:
-                    self._stored_ids.add(write.entry.id)
             elif isinstance(write, UsageWrite):
                 state.apply_committed((write,))
                 self.usage_ids.add(write.row.id)
