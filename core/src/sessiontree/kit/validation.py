@@ -19,15 +19,16 @@ Call sites:
 * :meth:`sessiontree.engine.SessionState.validate_committed` — JSONL replay of a line the fast path does
   not prove (``sessiontree_jsonl.replay.Replayer._exact_line``) and the legacy-v3 import
   (``sessiontree_jsonl.storage``);
-* :func:`proves_entry_chain` — also the JSONL replay's fast path for a line that is a chain of entries
-  (``sessiontree_jsonl.replay.Replayer._chain_line``).
+* :func:`proves_entry_chain` and :func:`proves_structures` — the JSONL replay's fast path, which reads
+  only a line's structure (``sessiontree_jsonl.replay.Replayer._chain_line`` for a chain of entries,
+  ``Replayer._fast_line`` for any other line); what they do not prove goes down the exact path.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Sequence, Set
+from collections.abc import Iterable, Sequence, Set
 from typing import Any, Protocol
 
 import attrs
@@ -48,8 +49,12 @@ __all__ = [
     "PreparedCommit",
     "is_entry_then_value",
     "prepare_commit",
+    "ADDRESS",
+    "ENTRY",
+    "USAGE",
     "proves_entry_chain",
     "proves_entry_inserts",
+    "proves_structures",
     "proves_entry_then_value",
     "validate_committed",
     "validate_each",
@@ -147,6 +152,61 @@ def proves_entry_chain(reader: CommitReader, ids: list[Any], parents: list[Any],
     return (root is None or reader.has_entry(root)) and parents[1:] == ids[:-1]
 
 
+ENTRY, USAGE, ADDRESS = range(3)
+"""Kinds of the structures :func:`proves_structures` reads."""
+
+
+def proves_structures(reader: CommitReader, structures: Iterable[tuple[int, Any, Any, Any]]) -> bool:
+    """True when committed writes with these structures, in commit order, are valid by the rules of
+    :func:`validate_each`; False means "not proven". A structure is ``(ENTRY, seq, id, parent_id)``,
+    ``(USAGE, seq, id, usage)`` or ``(ADDRESS, seq, namespace, key)`` (a value or list write): what a
+    replay reads of a stored line without decoding its payloads."""
+    previous = reader.next_seq - 1
+    ids: set[str] = set()
+    entries: set[str] = set()
+    has_entry = reader.has_entry
+    for kind, seq, first, second in structures:
+        if type(seq) is not int or not previous < seq <= MAX_SAFE_INTEGER:
+            return False
+        previous = seq
+        if kind == ENTRY:
+            if type(first) is not str or first in ids:
+                return False
+            if second is not None and second not in entries and not _is_stored_entry(has_entry, second):
+                return False
+            ids.add(first)
+            entries.add(first)
+        elif kind == USAGE:
+            if type(first) is not str or first in ids or not _is_summable(second):
+                return False
+            ids.add(first)
+        elif not _is_address(first, second):
+            return False
+    return not ids or not reader.holds_any_id(ids)
+
+
+def _is_stored_entry(has_entry: Any, entry_id: object) -> bool:
+    return type(entry_id) is str and bool(has_entry(entry_id))
+
+
+def _is_address(namespace: object, key: object) -> bool:
+    return (
+        type(namespace) is str
+        and type(key) is str
+        and namespace != ""
+        and "\x00" not in namespace
+        and "\x00" not in key
+    )
+
+
+def _is_summable(usage: object) -> bool:
+    try:
+        summable_usage(usage)
+    except TypeError:
+        return False
+    return True
+
+
 def is_entry_then_value(writes: Sequence[Write]) -> bool:
     """True for the shape of a branch append: an entry insert, then a value set."""
     return len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet
@@ -165,14 +225,7 @@ def proves_entry_then_value(reader: CommitReader, writes: Sequence[Write]) -> bo
     has_entry = reader.has_entry
     if has_entry(entry_id) or reader.has_usage(entry_id) or (parent is not None and not has_entry(parent)):
         return False
-    namespace, key = value_set.namespace, value_set.key
-    return (
-        type(namespace) is str
-        and type(key) is str
-        and namespace != ""
-        and "\x00" not in namespace
-        and "\x00" not in key
-    )
+    return _is_address(value_set.namespace, value_set.key)
 
 
 def proves_entry_inserts(reader: CommitReader, writes: Sequence[Write]) -> bool:

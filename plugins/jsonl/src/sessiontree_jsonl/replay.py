@@ -36,7 +36,7 @@ from sessiontree import deepjson, jsjson
 from sessiontree.engine import EntryNode, SessionState
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
-from sessiontree.kit.validation import proves_entry_chain
+from sessiontree.kit.validation import ADDRESS, ENTRY, USAGE, proves_entry_chain, proves_structures
 from sessiontree.model import ABSENT, Entry, EntryStructure, Usage
 from sessiontree.wire import TransactionDepthError, committed_write_from_wire, decode_transaction
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -454,10 +454,7 @@ class Replayer:
         if in_array and self._chain_line(records, line_offset, end - start):
             return
         state = self.state
-        has_entry = state.has_entry
-        usage_ids = self.usage_ids
-        previous = self.last_seq
-        line_ids: set[str] | None = None
+        structures: list[tuple[int, Any, Any, Any]] = []
         nodes: list[LazyEntryNode] = []
         usage: list[UsageWrite] | None = None
         addressed: list[Any] | None = None
@@ -465,27 +462,12 @@ class Replayer:
         loader = self._loader
         spans: list[tuple[int, int]] | None = None
         for position, record in enumerate(records):
-            # seq and timestamp are within 0..2**53-1: msgspec checked it.
-            seq = record.seq
-            if seq <= previous:
-                raise _NeedsExactPath
-            previous = seq
             kind = type(record)
             if kind is LazyEntryNode:
-                entry_id = record.id
-                # Ids already stored are checked for the whole line at once, after the loop.
-                if line_ids is not None and entry_id in line_ids:
-                    raise _NeedsExactPath
                 parent = record.parent_id
-                if parent is not None:
-                    if last is not None and parent == last.id:
-                        record.parent_id = last.id  # share the string rather than hold a second copy
-                    elif not has_entry(parent) and (line_ids is None or parent not in line_ids):
-                        raise _NeedsExactPath
-                if line_ids is None:
-                    line_ids = {entry_id}
-                else:
-                    line_ids.add(entry_id)
+                structures.append((ENTRY, record.seq, record.id, parent))
+                if last is not None and parent == last.id:
+                    record.parent_id = last.id  # share the string rather than hold a second copy
                 if record.type == "message":
                     record.type = "message"  # one shared string for the common type
                 record.loader = loader
@@ -501,14 +483,9 @@ class Replayer:
                 nodes.append(record)
                 last = record
             elif kind is _ValueRecord or kind is _ListRecord:
-                namespace = record.namespace
-                if (
-                    record.op not in (_VALUE_OPS if kind is _ValueRecord else _LIST_OPS)
-                    or namespace == ""
-                    or "\x00" in namespace
-                    or "\x00" in record.key
-                ):
+                if record.op not in (_VALUE_OPS if kind is _ValueRecord else _LIST_OPS):
                     raise _NeedsExactPath
+                structures.append((ADDRESS, record.seq, record.namespace, record.key))
                 if addressed is None:
                     addressed = [record]
                 else:
@@ -522,19 +499,14 @@ class Replayer:
                     write = _usage_write(view[start + at : start + at + length])
                 else:
                     write = _usage_write(view[start:end])
-                row_id = write.row.id
-                if row_id in usage_ids or has_entry(row_id) or (line_ids is not None and row_id in line_ids):
-                    raise _NeedsExactPath
-                if line_ids is None:
-                    line_ids = {row_id}
-                else:
-                    line_ids.add(row_id)
+                structures.append((USAGE, write.seq, write.row.id, write.row.usage))
                 if usage is None:
                     usage = [write]
                 else:
                     usage.append(write)
-        if line_ids is not None and state.holds_any_id(line_ids):
+        if not proves_structures(state, structures):
             raise _NeedsExactPath
+        previous = structures[-1][1] if structures else self.last_seq
         # Everything checked and nothing mutated so far: apply.
         if nodes:
             if in_array:
@@ -544,7 +516,7 @@ class Replayer:
         if usage is not None:
             for write in usage:
                 state.apply_committed((write,))
-                usage_ids.add(write.row.id)
+                self.usage_ids.add(write.row.id)
         if addressed is not None:
             values = self._values
             for record in addressed:
