@@ -27,6 +27,10 @@ def usage(row_id: Any, seq: Any, members: Any = None) -> UsageWrite:
     return UsageWrite(attrs.evolve(row, seq=seq))
 
 
+def tip(seq: int) -> ValueSet:
+    return ValueSet(namespace="pi.branch.tip", key="main", value="b", seq=seq)
+
+
 def structure(write: Write) -> tuple[int, Any, Any, Any]:
     if isinstance(write, EntryWrite):
         return (ENTRY, write.seq, write.entry.id, write.entry.parent_id)
@@ -62,6 +66,17 @@ CASES: list[tuple[list[Write], bool]] = [
     ([ValueSet(namespace="", key="k", value=1, seq=3)], False),
     ([ValueSet(namespace="n\x00", key="k", value=1, seq=3)], False),
     ([ListAppend(namespace="n", key="k\x00", value=1, seq=3)], False),
+    # The branch-append shape (an entry, then an address write) has its own proof.
+    ([entry("b", None, 3), ListAppend(namespace="n", key="k", value=1, seq=4)], True),
+    ([entry("b", "missing", 3), tip(4)], False),
+    ([entry("b", "r", 3), tip(4)], False),
+    ([entry("a", None, 3), tip(4)], False),
+    ([entry("r", "a", 3), tip(4)], False),
+    ([entry("b", "a", 4), tip(4)], False),
+    ([entry("b", "a", 2), tip(4)], False),
+    ([entry("b", "a", 3), tip(2**53)], False),
+    ([entry("b", "a", 3), ValueSet(namespace="", key="k", value=1, seq=4)], False),
+    ([entry("b", "a", 3), ValueSet(namespace="n", key="\x00", value=1, seq=4)], False),
 ]
 
 

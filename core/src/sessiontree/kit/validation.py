@@ -161,6 +161,25 @@ def proves_structures(reader: CommitReader, structures: Iterable[tuple[int, Any,
     :func:`validate_each`; False means "not proven". A structure is ``(ENTRY, seq, id, parent_id)``,
     ``(USAGE, seq, id, usage)`` or ``(ADDRESS, seq, namespace, key)`` (a value or list write): what a
     replay reads of a stored line without decoding its payloads."""
+    if type(structures) is list and len(structures) == 2:
+        # The line of a branch append (an entry, then its tip), proven without building id sets.
+        (kind, seq, entry_id, parent), (address_kind, address_seq, namespace, key) = structures
+        if kind == ENTRY and address_kind == ADDRESS:
+            has_entry = reader.has_entry
+            return (
+                type(seq) is int
+                and type(address_seq) is int
+                and reader.next_seq <= seq < address_seq <= MAX_SAFE_INTEGER
+                and type(entry_id) is str
+                and (parent is None or (type(parent) is str and has_entry(parent)))
+                and not has_entry(entry_id)
+                and not reader.has_usage(entry_id)
+                and type(namespace) is str
+                and type(key) is str
+                and namespace != ""
+                and "\x00" not in namespace
+                and "\x00" not in key
+            )
     previous = reader.next_seq - 1
     ids: set[str] = set()
     entries: set[str] = set()
@@ -180,7 +199,13 @@ def proves_structures(reader: CommitReader, structures: Iterable[tuple[int, Any,
             if type(first) is not str or first in ids or not _is_summable(second):
                 return False
             ids.add(first)
-        elif not _is_address(first, second):
+        elif not (
+            type(first) is str
+            and type(second) is str
+            and first != ""
+            and "\x00" not in first
+            and "\x00" not in second
+        ):
             return False
     return not ids or not reader.holds_any_id(ids)
 
