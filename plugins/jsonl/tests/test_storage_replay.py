@@ -15,6 +15,7 @@ from sessiontree import wire
 from sessiontree.engine import EntryNode
 from sessiontree.errors import StorageFormatError
 from sessiontree.queries import BranchScan, ListReadOptions
+from sessiontree.usage import empty_usage
 from sessiontree.values import list_, value
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl import replay as replay_module
@@ -161,14 +162,7 @@ def test_a_100k_entry_session_opens_in_less_memory_than_pi_needs(tmp_path: Path)
     assert measured["seconds"] < 2.0, measured
 
 
-_USAGE = {
-    "input": 0,
-    "output": 0,
-    "cacheRead": 0,
-    "cacheWrite": 0,
-    "totalTokens": 0,
-    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-}
+_USAGE = wire.usage_to_wire(empty_usage())
 
 
 def _entry_record(entry_id: str, parent: str | None, seq: int) -> dict[str, Any]:
