@@ -6,7 +6,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from sessiontree.engine import SessionState, _replacer
+from sessiontree.engine import SessionState
+from sessiontree.kit.stamping import replacer as _replacer
+from sessiontree.kit.validation import proves_entry_inserts, validate_each
 from sessiontree.errors import StorageValidationError
 from sessiontree.model import CustomEntry, MessageEntry, UsageRow
 from sessiontree.usage import empty_usage
@@ -57,7 +59,7 @@ def stamped(writes: list[Write], first: int) -> list[Write]:
 
 def per_write_error(state: SessionState, writes: list[Write]) -> str | None:
     try:
-        state._validate_each(stamped(writes, state.next_seq))
+        validate_each(state, stamped(writes, state.next_seq))
     except StorageValidationError as error:
         return str(error)
     return None
@@ -85,7 +87,7 @@ def test_batch_validation_matches_the_per_write_rules(
     state.apply(state.prepare_commit([*chain("a"), UsageWrite(row)], 1))
     assert committed_error(state, writes) == expected
     assert per_write_error(state, writes) == expected
-    assert state._is_valid_entry_chain(stamped(writes, state.next_seq)) is proven_by_batch
+    assert proves_entry_inserts(state, stamped(writes, state.next_seq)) is proven_by_batch
     assert state.next_seq == 3  # a failed or merely prepared commit changes nothing
 
 

@@ -9,13 +9,12 @@ from typing import Any
 import attrs
 import pytest
 
-from sessiontree.engine import (
-    PreparedCommit,
-    SessionState,
-    _constructor,
-    _stamp_entry,
-    _with_seq,
-)
+from sessiontree.engine import SessionState
+from sessiontree.kit import PreparedCommit
+from sessiontree.kit.stamping import constructor as _constructor
+from sessiontree.kit.stamping import stamp_entry as _stamp_entry
+from sessiontree.kit.stamping import with_seq as _with_seq
+from sessiontree.kit.validation import validate_each
 from sessiontree.errors import StorageContentError, StorageValidationError
 from sessiontree.jsjson import MAX_SAFE_INTEGER
 from sessiontree.model import Address, CommitResult, MessageEntry, SessionStats, StoredValue, UsageRow
@@ -47,7 +46,7 @@ def general_error(state: SessionState, writes: list[Write]) -> str | None:
     try:
         first = state.next_seq
         stamped = [_with_seq(w, first + i, 7) for i, w in enumerate(writes)]
-        state._validate_each(stamped)
+        validate_each(state, stamped)
     except (StorageValidationError, TypeError) as error:
         return f"{type(error).__name__}: {error}"
     return None
@@ -130,7 +129,7 @@ def test_replayed_append_pairs_validate_as_the_per_write_path_does(entry_seq: An
     entry = attrs.evolve(message("n", "b").entry, seq=entry_seq, timestamp=1)
     writes: list[Write] = [EntryWrite(entry), attrs.evolve(tip("n"), seq=value_seq)]
     try:
-        state._validate_each(writes)
+        validate_each(state, writes)
         expected = None
     except StorageValidationError as error:
         expected = str(error)

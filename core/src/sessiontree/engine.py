@@ -14,16 +14,15 @@ import bisect
 import itertools
 import math
 import operator
-import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
-
-import attrs
 
 from .contracts import BranchFork, ForkOptions
 from .errors import InvalidQueryError, StorageValidationError
 from .jsjson import MAX_SAFE_INTEGER, safe_integer
 from .jsjson import template_string as js_string
+from .expectations import Expectations
 from .fork import (
     DROP,
     ForkPlan,
@@ -45,10 +44,10 @@ from .model import (
     Usage,
     UsageRow,
 )
+from .kit.stamping import constructor
+from .kit.validation import PreparedCommit, is_entry_then_value, prepare_commit, validate_committed
 from .queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
-from .storable import check_new_writes
 from .usage import add_usage, empty_usage, summable_usage
-from .values import check_address_parts
 from .writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 __all__ = ["EntryNode", "PreparedCommit", "SessionState", "MAX_SAFE_INTEGER", "js_string"]
@@ -132,172 +131,6 @@ class EntryNode:
         )
 
 
-@attrs.frozen(kw_only=True)
-class PreparedCommit:
-    """A validated commit not yet applied: committed writes (seqs set) and the result fields."""
-
-    writes: tuple[Write, ...]
-    first_seq: int
-    seqs: tuple[int, ...]
-    timestamp: int
-
-
-_REPLACERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
-
-
-def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    """``attrs.evolve(instance, **dict(zip(changed, values)))`` for one attrs class, as a generated
-    function ``replace(instance, *values)``.
-
-    ``attrs.evolve`` inspects the class's fields on every call, which was a third of the cost of
-    assigning seqs in a commit; this builds the keyword call once per class.
-    """
-    replace = _REPLACERS.get((cls, changed))
-    if replace is None:
-        replace = _REPLACERS[(cls, changed)] = _build_replacer(cls, changed)
-    return replace
-
-
-def _build_replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    fields = _init_fields(cls, changed)
-    namespace: dict[str, Any] = {"cls": cls}
-    if _clonable(cls):
-        body = [*_clone_lines(cls, fields, changed, namespace), "    return copy"]
-    else:
-        arguments = ", ".join(
-            f"{field.alias}={field.name if field.name in changed else 'instance.' + field.name}"
-            for field in fields
-        )
-        body = [f"    return cls({arguments})"]
-    return _compile(f"def replace(instance, {', '.join(changed)}):", body, namespace, cls)
-
-
-def _init_fields(cls: type, changed: tuple[str, ...]) -> list[attrs.Attribute[Any]]:
-    fields = [field for field in attrs.fields(cls) if field.init]
-    unknown = set(changed) - {field.name for field in fields}
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
-    return fields
-
-
-def _clone_lines(
-    cls: type, fields: list[attrs.Attribute[Any]], changed: tuple[str, ...], namespace: dict[str, Any]
-) -> list[str]:
-    """Source lines making ``copy``: a blank ``cls`` whose slots are set from ``instance`` (the
-    ``changed`` ones from the arguments of the same name).
-
-    No validator, converter or post-init hook (see :func:`_clonable`): setting every slot of a blank
-    instance builds the same object as ``__init__`` without parsing a dozen keyword arguments, and a
-    slot's own setter is cheaper than ``object.__setattr__``.
-    """
-    namespace["new"] = object.__new__
-    lines = ["    copy = new(cls)"]
-    for field in fields:
-        namespace[f"set_{field.name}"] = cls.__dict__[field.name].__set__
-        value = field.name if field.name in changed else f"instance.{field.name}"
-        lines.append(f"    set_{field.name}(copy, {value})")
-    return lines
-
-
-def _compile(header: str, body: list[str], namespace: dict[str, Any], cls: type) -> Callable[..., Any]:
-    source = "\n".join([header, *body]) + "\n"
-    name = header[len("def ") : header.index("(")]
-    exec(compile(source, f"<sessiontree {name} {cls.__qualname__}>", "exec"), namespace)
-    return namespace[name]  # type: ignore[no-any-return]
-
-
-def _constructor(cls: type) -> Callable[..., Any]:
-    """``cls`` called with its init fields as positional arguments, in field order (a generated
-    function that sets the slots directly when ``cls`` is :func:`_clonable`)."""
-    fields = _init_fields(cls, ())
-    names = tuple(field.name for field in fields)
-    if not _clonable(cls):
-        aliases = [field.alias for field in fields]
-        return lambda *values: cls(**dict(zip(aliases, values, strict=True)))
-    namespace: dict[str, Any] = {"cls": cls}
-    body = [*_clone_lines(cls, fields, names, namespace), "    return copy"]
-    return _compile(f"def build({', '.join(names)}):", body, namespace, cls)
-
-
-def _clonable(cls: type) -> bool:
-    """True when an instance of the attrs class ``cls`` is exactly its own slots, each set verbatim from
-    the init argument of the same name (no validator, converter, init hook or cached hash)."""
-    fields = attrs.fields(cls)
-    slots = set(cls.__dict__.get("__slots__", ())) - {"__weakref__"}
-    return (
-        slots == {field.name for field in fields}
-        and not hasattr(cls, "__attrs_pre_init__")
-        and not hasattr(cls, "__attrs_post_init__")
-        and all(
-            field.init
-            and field.validator is None
-            and field.converter is None
-            and field.alias == field.name
-            and type(cls.__dict__.get(field.name)) is types.MemberDescriptorType
-            for field in fields
-        )
-    )
-
-
-_ENTRY_STAMPERS: dict[type, Callable[[Entry, int, int], EntryWrite]] = {}
-
-
-def _stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
-    """``EntryWrite(attrs.evolve(entry, seq=seq, timestamp=timestamp))``, through a generated function
-    per entry class; raises :class:`StorageValidationError` when ``entry`` is not an attrs instance."""
-    stamp = _ENTRY_STAMPERS.get(type(entry))
-    if stamp is None:
-        stamp = _entry_stamper(entry)
-    return stamp(entry, seq, timestamp)
-
-
-def _entry_stamper(entry: Entry) -> Callable[[Entry, int, int], EntryWrite]:
-    cls = type(entry)
-    if not attrs.has(cls):
-        raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
-    changed = ("seq", "timestamp")
-    fields = _init_fields(cls, changed)
-    if _clonable(cls) and _clonable(EntryWrite):
-        namespace: dict[str, Any] = {"cls": cls, "write_class": EntryWrite}
-        namespace["set_write_entry"] = EntryWrite.__dict__["entry"].__set__
-        body = [
-            *_clone_lines(cls, fields, changed, namespace),
-            "    write = new(write_class)",
-            "    set_write_entry(write, copy)",
-            "    return write",
-        ]
-        stamp = _compile("def stamp(instance, seq, timestamp):", body, namespace, cls)
-    else:
-        replace = _replacer(cls, changed)
-
-        def stamp(instance: Entry, seq: int, timestamp: int) -> EntryWrite:
-            return EntryWrite(replace(instance, seq, timestamp))
-
-    _ENTRY_STAMPERS[cls] = stamp
-    return stamp
-
-
-def _stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
-    """:func:`_with_seq` over a batch of entry inserts, or ``None`` when ``writes`` holds anything else."""
-    entries = [write.entry for write in writes if type(write) is EntryWrite]
-    if len(entries) != len(writes):
-        return None
-    stamp = _stamp_entry
-    return tuple([stamp(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
-
-
-def _with_seq(write: Write, seq: int, timestamp: int) -> Write:
-    if isinstance(write, EntryWrite):
-        return _stamp_entry(write.entry, seq, timestamp)
-    if isinstance(write, UsageWrite):
-        if not isinstance(write.row, UsageRow):
-            raise StorageValidationError(f"Usage write does not hold a usage row: {write.row!r}")
-        return UsageWrite(_replacer(UsageRow, ("seq",))(write.row, seq))
-    if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-        return _replacer(type(write), ("seq",))(write, seq)  # type: ignore[no-any-return]
-    raise StorageValidationError(f"Unsupported write: {write!r}")
-
-
 class SessionState:
     """Complete materialized state of one session: entries, usage ledger, values, lists, stats."""
 
@@ -322,29 +155,11 @@ class SessionState:
 
     # --- commits -------------------------------------------------------------------------------
 
-    def prepare_commit(self, writes: Sequence[Write], timestamp: int) -> PreparedCommit:
-        """Check that ``writes`` can be stored, assign seqs from ``next_seq`` and the one timestamp, then
-        validate. Mutates nothing."""
-        check_new_writes(writes)
-        first = self.next_seq
-        if _is_entry_then_value(writes):
-            return self._prepare_entry_then_value(writes, first, timestamp)
-        committed = _stamp_entries(writes, first, timestamp)
-        if committed is None:
-            committed = tuple(_with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
-        self.validate_committed(committed)
-        return _prepared_commit(committed, first, tuple(range(first, first + len(committed))), timestamp)
-
-    def _prepare_entry_then_value(self, writes: Sequence[Write], first: int, timestamp: int) -> PreparedCommit:
-        """:meth:`prepare_commit` for a branch append: the entry, then the branch tip."""
-        entry_write, value_set = writes
-        committed = (
-            _stamp_entry(entry_write.entry, first, timestamp),  # type: ignore[attr-defined]
-            _value_set_with_seq(value_set, first + 1),
-        )
-        if not self._is_valid_entry_then_value(committed):
-            self._validate_each(committed)
-        return _prepared_commit(committed, first, (first, first + 1), timestamp)
+    def prepare_commit(
+        self, writes: Sequence[Write], timestamp: int, expectations: Expectations | None = None
+    ) -> PreparedCommit:
+        """The commit validator (:func:`sessiontree.kit.prepare_commit`) over this state. Mutates nothing."""
+        return prepare_commit(self, writes, timestamp, expectations)
 
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
@@ -352,104 +167,14 @@ class SessionState:
         return _commit_result(prepared.first_seq, prepared.seqs, prepared.timestamp, stats)
 
     def validate_committed(self, writes: Sequence[Write]) -> None:
-        """pi's ``validateCommittedWrites`` plus address checks (closing pi's mid-apply hole).
-
-        Raises :class:`StorageValidationError` at the first violation, in pi's order and wording.
-        """
-        if _is_entry_then_value(writes):
-            proven = self._is_valid_entry_then_value(writes)
-        else:
-            proven = self._is_valid_entry_chain(writes)
-        if not proven:
-            self._validate_each(writes)
-
-    def _is_valid_entry_then_value(self, writes: Sequence[Write]) -> bool:
-        """True when an entry insert followed by a value set (a branch append) is valid, with the checks
-        of :meth:`_validate_each` for that shape; False means "not proven", and :meth:`_validate_each`
-        decides."""
-        entry, value_set = writes[0].entry, writes[1]  # type: ignore[attr-defined]
-        seq, value_seq = entry.seq, value_set.seq
-        if type(seq) is not int or type(value_seq) is not int:
-            return False
-        if not self.next_seq <= seq < value_seq <= MAX_SAFE_INTEGER:
-            return False
-        entry_id, parent = entry.id, entry.parent_id
-        nodes = self._nodes
-        if entry_id in nodes or entry_id in self._usage or (parent is not None and parent not in nodes):
-            return False
-        namespace, key = value_set.namespace, value_set.key
-        return (
-            type(namespace) is str
-            and type(key) is str
-            and namespace != ""
-            and "\x00" not in namespace
-            and "\x00" not in key
-        )
-
-    def _is_valid_entry_chain(self, writes: Sequence[Write]) -> bool:
-        """True when ``writes`` are valid entry inserts each the child of the one before (the shape of
-        appends and seeds), proven with a few whole-batch operations; False means "not proven", and
-        :meth:`_validate_each` decides."""
-        entries = [write.entry for write in writes if type(write) is EntryWrite]
-        if not entries or len(entries) != len(writes):
-            return False
-        seqs: list[Any] = [entry.seq for entry in entries]
-        if set(map(type, seqs)) != {int} or seqs[0] < self.next_seq or seqs[-1] > MAX_SAFE_INTEGER:
-            return False
-        if len(seqs) > 1 and not all(map(operator.lt, seqs, itertools.islice(seqs, 1, None))):
-            return False
-        ids = [entry.id for entry in entries]
-        batch = set(ids)
-        nodes = self._nodes
-        if (
-            len(batch) != len(ids)
-            or not nodes.keys().isdisjoint(batch)
-            or not self._usage.keys().isdisjoint(batch)
-        ):
-            return False
-        parents = [entry.parent_id for entry in entries]
-        root = parents[0]
-        return (root is None or root in nodes) and parents[1:] == ids[:-1]
-
-    def _validate_each(self, writes: Sequence[Write]) -> None:
-        previous = self.next_seq - 1
-        seen: set[str] = set()
-        seen_entries: set[str] = set()
-        nodes, usage = self._nodes, self._usage
-        for write in writes:
-            seq = write.seq
-            if safe_integer(seq) is None or seq <= previous:  # type: ignore[operator]
-                raise StorageValidationError(f"Non-monotonic storage sequence: {js_string(seq)}")
-            previous = seq  # type: ignore[assignment]
-            if isinstance(write, EntryWrite):
-                entry = write.entry
-                entry_id = entry.id
-                if entry_id in nodes or entry_id in usage or entry_id in seen:
-                    raise StorageValidationError(f"Duplicate entry or usage id: {js_string(entry_id)}")
-                parent = entry.parent_id
-                if parent is not None and parent not in nodes and parent not in seen_entries:
-                    raise StorageValidationError(f"Missing parent entry: {js_string(parent)}")
-                seen_entries.add(entry_id)
-                seen.add(entry_id)
-            elif isinstance(write, UsageWrite):
-                row = write.row
-                if row.id in nodes or row.id in usage or row.id in seen:
-                    raise StorageValidationError(f"Duplicate entry or usage id: {js_string(row.id)}")
-                try:
-                    summable_usage(row.usage)
-                except TypeError as error:
-                    raise StorageValidationError(str(error)) from None
-                seen.add(row.id)
-            elif isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-                # pi builds the address with ``value(namespace, key)``, whose default makes a missing key "".
-                check_address_parts(write.namespace, "" if write.key is ABSENT else write.key)
-            else:
-                raise StorageValidationError(f"Unsupported write: {write!r}")
+        """The commit validator (:func:`sessiontree.kit.validate_committed`) for writes that carry their
+        seqs, over this state."""
+        validate_committed(self, writes)
 
     def apply_committed(self, writes: Iterable[Write]) -> SessionStats:
         """Apply committed writes that passed :meth:`validate_committed`; returns the new stats."""
         if type(writes) is tuple or type(writes) is list:
-            if _is_entry_then_value(writes):
+            if is_entry_then_value(writes):
                 self._append_node(EntryNode(writes[0].entry))  # type: ignore[attr-defined]
                 value_set: ValueSet = writes[1]  # type: ignore[assignment]
                 self._set_value(value_set)
@@ -602,6 +327,12 @@ class SessionState:
 
     def has_entry(self, entry_id: str) -> bool:
         return entry_id in self._nodes
+
+    def has_usage(self, row_id: str) -> bool:
+        return row_id in self._usage
+
+    def holds_any_id(self, ids: AbstractSet[str]) -> bool:
+        return not self._nodes.keys().isdisjoint(ids) or not self._usage.keys().isdisjoint(ids)
 
     def get_node(self, entry_id: str) -> EntryNode | None:
         return self._nodes.get(entry_id)
@@ -945,20 +676,13 @@ def _entries_of(nodes: list[EntryNode]) -> list[Entry]:
     return [held if (held := node.held) is not None else node.entry for node in nodes]
 
 
-def _is_entry_then_value(writes: Sequence[Write]) -> bool:
-    """True for the shape of a branch append: an entry insert, then a value set."""
-    return len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet
-
-
 _get_id = operator.attrgetter("id")
 _get_parent_id = operator.attrgetter("parent_id")
 _get_type = operator.attrgetter("type")
 _get_seq = operator.attrgetter("seq")
-_value_set_with_seq = _replacer(ValueSet, ("seq",))
-_stored_value = _constructor(StoredValue)
-_commit_result = _constructor(CommitResult)
-_session_stats = _constructor(SessionStats)
-_prepared_commit = _constructor(PreparedCommit)
+_stored_value = constructor(StoredValue)
+_commit_result = constructor(CommitResult)
+_session_stats = constructor(SessionStats)
 
 
 def _is_plain_walk(query: BranchScan) -> bool:

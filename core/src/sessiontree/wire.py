@@ -52,6 +52,7 @@ __all__ = [
     "WireConverter",
     "address_from_wire",
     "address_to_wire",
+    "check_committed_record",
     "commit_result_from_wire",
     "commit_result_to_wire",
     "committed_write_from_wire",
@@ -589,8 +590,9 @@ def _address_write(cls: type, obj: Mapping[str, Any], seq: int, with_value: bool
     return cls(**kwargs)  # type: ignore[no-any-return]
 
 
-def committed_write_from_wire(obj: object) -> Write:
-    """Decode one committed record with pi's ``parseJsonlTransaction`` checks, in pi's order.
+def check_committed_record(obj: object) -> int:
+    """pi's per-write checks of ``parseJsonlTransaction`` for one committed record, in pi's order;
+    returns its seq.
 
     Raises :class:`StorageFormatError` with pi's cause text: ``Invalid JSONL transaction write``,
     ``Invalid JSONL write seq``, ``Invalid JSONL entry timestamp``, ``Invalid JSONL value operation: <op>``,
@@ -599,32 +601,42 @@ def committed_write_from_wire(obj: object) -> Write:
     if type(obj) is not dict:
         if not isinstance(obj, dict):
             raise StorageFormatError("Invalid JSONL transaction write")
-    seq = jsjson.safe_integer(obj.get("seq"))
-    if seq is None or seq < 1:
+    seq = jsjson.safe_integer(obj.get("seq"), 1)
+    if seq is None:
         raise StorageFormatError("Invalid JSONL write seq")
     kind = obj.get("kind", ABSENT)
     if kind == "entry":
-        timestamp = jsjson.safe_integer(obj.get("timestamp"))
-        if timestamp is None or timestamp < 0:
+        if jsjson.safe_integer(obj.get("timestamp"), 0) is None:
             raise StorageFormatError("Invalid JSONL entry timestamp")
+    elif kind == "value":
+        op = obj.get("op", ABSENT)
+        if op != "set" and op != "delete":
+            raise StorageFormatError(f"Invalid JSONL value operation: {jsjson.template_string(op)}")
+    elif kind == "list":
+        op = obj.get("op", ABSENT)
+        if op != "append" and op != "delete":
+            raise StorageFormatError(f"Invalid JSONL list operation: {jsjson.template_string(op)}")
+    elif kind != "usage":
+        raise StorageFormatError(f"Invalid JSONL write kind: {jsjson.template_string(kind)}")
+    return seq
+
+
+def committed_write_from_wire(obj: object) -> Write:
+    """Decode one committed record, checked by :func:`check_committed_record` (whose errors it raises)."""
+    seq = check_committed_record(obj)
+    kind = obj["kind"]  # type: ignore[index]
+    if kind == "entry":
+        timestamp: int = jsjson.safe_integer(obj["timestamp"], 0)  # type: ignore[assignment]
         return EntryWrite(_decode_entry(obj, skip="kind", keep_seq=False, seq=seq, timestamp=timestamp))
     if kind == "value":
-        op = obj.get("op", ABSENT)
-        if op == "set":
+        if obj["op"] == "set":
             return _address_write(ValueSet, obj, seq, True)
-        if op == "delete":
-            return _address_write(ValueDelete, obj, seq, False)
-        raise StorageFormatError(f"Invalid JSONL value operation: {jsjson.template_string(op)}")
+        return _address_write(ValueDelete, obj, seq, False)
     if kind == "list":
-        op = obj.get("op", ABSENT)
-        if op == "append":
+        if obj["op"] == "append":
             return _address_write(ListAppend, obj, seq, True)
-        if op == "delete":
-            return _address_write(ListDelete, obj, seq, False)
-        raise StorageFormatError(f"Invalid JSONL list operation: {jsjson.template_string(op)}")
-    if kind == "usage":
-        return UsageWrite(_decode_row(obj, skip="kind", seq=seq, keep_seq=False))
-    raise StorageFormatError(f"Invalid JSONL write kind: {jsjson.template_string(kind)}")
+        return _address_write(ListDelete, obj, seq, False)
+    return UsageWrite(_decode_row(obj, skip="kind", seq=seq, keep_seq=False))
 
 
 def encode_transaction(writes: Sequence[Write]) -> str:

@@ -13,7 +13,9 @@ import pytest
 
 from sessiontree import wire
 from sessiontree.engine import EntryNode
+from sessiontree.errors import StorageFormatError
 from sessiontree.queries import BranchScan, ListReadOptions
+from sessiontree.usage import empty_usage
 from sessiontree.values import list_, value
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl import replay as replay_module
@@ -158,3 +160,42 @@ def test_a_100k_entry_session_opens_in_less_memory_than_pi_needs(tmp_path: Path)
     # gross regressions on a loaded machine (typically ~0.3 s of CPU, about half of pi's time).
     assert measured["rss_mb"] < 86, measured
     assert measured["seconds"] < 2.0, measured
+
+
+_USAGE = wire.usage_to_wire(empty_usage())
+
+
+def _entry_record(entry_id: str, parent: str | None, seq: int) -> dict[str, Any]:
+    message = {"role": "user", "content": "hi", "timestamp": 1}
+    return {"kind": "entry", "id": entry_id, "parentId": parent, "type": "message", "message": message,
+            "seq": seq, "timestamp": 1}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # An entry whose parent is a usage row of the same line: the fast path once accepted it.
+        [{"kind": "usage", "id": "u", "usage": _USAGE, "adjustment": False, "seq": 1}, _entry_record("e", "u", 2)],
+        [_entry_record("a", None, 1), {"kind": "usage", "id": "a", "usage": _USAGE, "adjustment": False, "seq": 2}],
+        [_entry_record("a", None, 2), _entry_record("b", "a", 1)],
+        [_entry_record("a", None, 1), {"kind": "value", "op": "set", "seq": 2, "namespace": "", "key": "k",
+                                       "value": 1}],
+    ],
+)
+def test_a_line_the_exact_path_refuses_is_refused_by_the_fast_path_too(
+    line: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    header = {"v": 4, "kind": "header", "id": "s", "storageVersion": 1, "createdAt": 0, "cwd": "/x"}
+    path.write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(StorageFormatError) as fast:
+        JsonlStorage.open(path)
+
+    def always_exact(*args: object) -> None:
+        raise replay_module._NeedsExactPath
+
+    monkeypatch.setattr(replay_module.Replayer, "_fast_line", always_exact)
+    with pytest.raises(StorageFormatError) as exact:
+        JsonlStorage.open(path)
+    assert str(fast.value) == str(exact.value) == f"Invalid JSONL storage {path}: line 2"
+    assert str(fast.value.__cause__) == str(exact.value.__cause__)

@@ -47,6 +47,7 @@ from sessiontree.fork import (
 )
 from sessiontree.fs import UTF8_BOM, FileHandle, FileSystem
 from sessiontree.model import ABSENT, JsonValue
+from sessiontree.wire import check_committed_record
 
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, publish_atomically
@@ -81,23 +82,8 @@ class ForkResult:
 
 def _check_write(write: object) -> dict[str, Any]:
     """pi's per-write checks of ``parseJsonlTransaction`` (no replay validation), with pi's causes."""
-    if not isinstance(write, dict):
-        raise StorageFormatError("Invalid JSONL transaction write")
-    if jsjson.safe_integer(write.get("seq"), 1) is None:
-        raise StorageFormatError("Invalid JSONL write seq")
-    kind = write.get("kind", ABSENT)
-    if kind == "entry":
-        if jsjson.safe_integer(write.get("timestamp"), 0) is None:
-            raise StorageFormatError("Invalid JSONL entry timestamp")
-    elif kind == "value":
-        if write.get("op", ABSENT) not in ("set", "delete"):
-            raise StorageFormatError(f"Invalid JSONL value operation: {jsjson.template_string(write.get('op', ABSENT))}")
-    elif kind == "list":
-        if write.get("op", ABSENT) not in ("append", "delete"):
-            raise StorageFormatError(f"Invalid JSONL list operation: {jsjson.template_string(write.get('op', ABSENT))}")
-    elif kind != "usage":
-        raise StorageFormatError(f"Invalid JSONL write kind: {jsjson.template_string(kind)}")
-    return write
+    check_committed_record(write)
+    return write  # type: ignore[return-value]
 
 
 def _exact_writes(raw: bytes) -> list[dict[str, Any]]:

@@ -7,9 +7,10 @@ timestamp, type, custom type); the payload is decoded from the file only when an
 
 Two paths give the same state:
 
-* the **fast path** decodes only the structural fields with msgspec and runs pi's validation inline;
-* the **exact path** (:func:`sessiontree.wire.decode_transaction` plus
-  :meth:`SessionState.validate_committed`) handles every line the fast path is not sure about and
+* the **fast path** decodes only the structural fields with msgspec and proves the line valid (a chain
+  of entries with :func:`sessiontree.kit.proves_entry_chain`, any other line inline);
+* the **exact path** (:func:`sessiontree.wire.decode_transaction` plus the commit validator,
+  :func:`sessiontree.kit.validate_committed`) handles every line the fast path is not sure about and
   produces pi's error messages. The fast path never accepts a line the exact path would refuse: any
   doubt (an unusual number form, a lone surrogate, a missing field, a failed check) sends the whole line
   down the exact path before anything of it is applied.
@@ -35,6 +36,7 @@ from sessiontree import deepjson, jsjson
 from sessiontree.engine import EntryNode, SessionState
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
+from sessiontree.kit.validation import ADDRESS, ENTRY, USAGE, proves_entry_chain, proves_structures
 from sessiontree.model import ABSENT, Entry, EntryStructure, Usage
 from sessiontree.wire import TransactionDepthError, committed_write_from_wire, decode_transaction
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -378,8 +380,8 @@ def _payload(raw: object) -> Any:
 class Replayer:
     """Feeds complete lines of one file into ``state``; call :meth:`finish` once after the last feed.
 
-    ``usage_ids`` is the set of usage-row ids the state holds (kept up to date here); the engine only
-    exposes entry lookups, and an entry id must not reuse a usage id.
+    ``usage_ids`` is the set of usage-row ids the state holds (kept up to date here, for the storage's
+    generation).
     """
 
     def __init__(
@@ -406,9 +408,6 @@ class Replayer:
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
         self._lists: dict[tuple[str, str], list[Any]] = {}
         self._last_node: LazyEntryNode | None = None
-        # Ids stored by this replay, when it starts from an empty state: a whole line's ids are then
-        # checked against it in one set operation instead of one has_entry call each.
-        self._stored_ids: set[str] | None = set() if state.entry_count == 0 else None
 
     # -- feeding -------------------------------------------------------------------------------------
 
@@ -455,10 +454,7 @@ class Replayer:
         if in_array and self._chain_line(records, line_offset, end - start):
             return
         state = self.state
-        has_entry = state.has_entry
-        usage_ids = self.usage_ids
-        previous = self.last_seq
-        line_ids: set[str] | None = None
+        structures: list[tuple[int, Any, Any, Any]] = []
         nodes: list[LazyEntryNode] = []
         usage: list[UsageWrite] | None = None
         addressed: list[Any] | None = None
@@ -466,27 +462,12 @@ class Replayer:
         loader = self._loader
         spans: list[tuple[int, int]] | None = None
         for position, record in enumerate(records):
-            # seq and timestamp are within 0..2**53-1: msgspec checked it.
-            seq = record.seq
-            if seq <= previous:
-                raise _NeedsExactPath
-            previous = seq
             kind = type(record)
             if kind is LazyEntryNode:
-                entry_id = record.id
-                # Ids already stored are checked for the whole line at once, after the loop.
-                if line_ids is not None and entry_id in line_ids:
-                    raise _NeedsExactPath
                 parent = record.parent_id
-                if parent is not None:
-                    if last is not None and parent == last.id:
-                        record.parent_id = last.id  # share the string rather than hold a second copy
-                    elif not has_entry(parent) and (line_ids is None or parent not in line_ids):
-                        raise _NeedsExactPath
-                if line_ids is None:
-                    line_ids = {entry_id}
-                else:
-                    line_ids.add(entry_id)
+                structures.append((ENTRY, record.seq, record.id, parent))
+                if last is not None and parent == last.id:
+                    record.parent_id = last.id  # share the string rather than hold a second copy
                 if record.type == "message":
                     record.type = "message"  # one shared string for the common type
                 record.loader = loader
@@ -502,14 +483,9 @@ class Replayer:
                 nodes.append(record)
                 last = record
             elif kind is _ValueRecord or kind is _ListRecord:
-                namespace = record.namespace
-                if (
-                    record.op not in (_VALUE_OPS if kind is _ValueRecord else _LIST_OPS)
-                    or namespace == ""
-                    or "\x00" in namespace
-                    or "\x00" in record.key
-                ):
+                if record.op not in (_VALUE_OPS if kind is _ValueRecord else _LIST_OPS):
                     raise _NeedsExactPath
+                structures.append((ADDRESS, record.seq, record.namespace, record.key))
                 if addressed is None:
                     addressed = [record]
                 else:
@@ -523,25 +499,14 @@ class Replayer:
                     write = _usage_write(view[start + at : start + at + length])
                 else:
                     write = _usage_write(view[start:end])
-                row_id = write.row.id
-                if row_id in usage_ids or has_entry(row_id) or (line_ids is not None and row_id in line_ids):
-                    raise _NeedsExactPath
-                if line_ids is None:
-                    line_ids = {row_id}
-                else:
-                    line_ids.add(row_id)
+                structures.append((USAGE, write.seq, write.row.id, write.row.usage))
                 if usage is None:
                     usage = [write]
                 else:
                     usage.append(write)
-        stored = self._stored_ids
-        if line_ids is not None and (
-            (any(map(has_entry, line_ids)) if stored is None else not stored.isdisjoint(line_ids))
-            or not usage_ids.isdisjoint(line_ids)
-        ):
+        if not proves_structures(state, structures):
             raise _NeedsExactPath
-        if stored is not None and line_ids is not None:
-            stored |= line_ids
+        previous = structures[-1][1] if structures else self.last_seq
         # Everything checked and nothing mutated so far: apply.
         if nodes:
             if in_array:
@@ -551,7 +516,7 @@ class Replayer:
         if usage is not None:
             for write in usage:
                 state.apply_committed((write,))
-                usage_ids.add(write.row.id)
+                self.usage_ids.add(write.row.id)
         if addressed is not None:
             values = self._values
             for record in addressed:
@@ -573,26 +538,14 @@ class Replayer:
         if parents[1:] != ids[:-1]:
             return False
         seqs = list(map(_get_seq, records))
-        if seqs[0] <= self.last_seq or not all(map(operator.lt, seqs, islice(seqs, 1, None))):
-            raise _NeedsExactPath
-        line_ids = set(ids)
-        if len(line_ids) != len(ids):
-            raise _NeedsExactPath
         state = self.state
-        last = self._last_node
-        first_parent = parents[0]
-        continues_last = last is not None and first_parent == last.id
-        if first_parent is not None and not continues_last and not state.has_entry(first_parent):
-            raise _NeedsExactPath
-        stored = self._stored_ids
-        if (
-            any(map(state.has_entry, line_ids)) if stored is None else not stored.isdisjoint(line_ids)
-        ) or not self.usage_ids.isdisjoint(line_ids):
+        if not proves_entry_chain(state, ids, parents, seqs):
             raise _NeedsExactPath
         # Everything checked: fill in the nodes' own fields and apply.
         count = len(records)
-        if continues_last:
-            records[0].parent_id = last.id  # type: ignore[union-attr]
+        last = self._last_node
+        if last is not None and parents[0] == last.id:
+            records[0].parent_id = last.id
         # Share each parent id with its parent's own id string rather than hold a second copy.
         _consume(map(setattr, islice(records, 1, None), repeat("parent_id"), ids))
         types = list(map(_get_type, records))
@@ -603,8 +556,6 @@ class Replayer:
         _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
         unplaced = _UNPLACED if count <= len(_UNPLACED) else range(-1, -1 - count, -1)
         _consume(map(setattr, records, repeat("length"), unplaced))
-        if stored is not None:
-            stored |= line_ids
         self.source.register_array_line(line_offset, line_length)
         state.add_entry_chain(cast("list[EntryNode]", records), ids, seqs, types)
         self._last_node = records[-1]
@@ -624,8 +575,6 @@ class Replayer:
         for write in writes:
             if isinstance(write, EntryWrite):
                 state.add_entry_node(EntryNode(write.entry))
-                if self._stored_ids is not None:
-                    self._stored_ids.add(write.entry.id)
             elif isinstance(write, UsageWrite):
                 state.apply_committed((write,))
                 self.usage_ids.add(write.row.id)

@@ -390,11 +390,9 @@ class JsonlStorage:
     ) -> CommitResult:
         generation = self._generation
         state = generation.state
-        if expectations is not None:
-            expectations.check(state)
-            if not writes:
-                return self._empty_result(timestamp)
-        prepared = state.prepare_commit(writes, timestamp)
+        prepared = state.prepare_commit(writes, timestamp, expectations)
+        if not writes:  # a commit of preconditions only
+            return self._empty_result(timestamp)
         line, spans = _encode_line(prepared.writes)
         start = generation.known_end
         try:
@@ -429,14 +427,19 @@ class JsonlStorage:
                 with self._queue.state_lock:
                     catch_up(self._generation, writer)
                 return self._append(writer, writes, timestamp, expectations)
-            if expectations is not None:
-                expectations.check(self._generation.state)
-                if not writes:
-                    return self._empty_result(timestamp)
-            return self._upgrade(writer, legacy, writes, timestamp)
+            if not writes:
+                # Only preconditions: checked by the validator, and the legacy file stays as it is.
+                self._generation.state.prepare_commit(writes, timestamp, expectations)
+                return self._empty_result(timestamp)
+            return self._upgrade(writer, legacy, writes, timestamp, expectations)
 
     def _upgrade(
-        self, writer: FileHandle, legacy: _Legacy, writes: tuple[Write, ...], timestamp: int
+        self,
+        writer: FileHandle,
+        legacy: _Legacy,
+        writes: tuple[Write, ...],
+        timestamp: int,
+        expectations: Expectations | None,
     ) -> CommitResult:
         generation = self._generation
         state = generation.state
@@ -446,7 +449,7 @@ class JsonlStorage:
             adjustment=True,
             details={"source": "v3-import"},
         )
-        prepared = state.prepare_commit((UsageWrite(row), *writes), timestamp)
+        prepared = state.prepare_commit((UsageWrite(row), *writes), timestamp, expectations)
         header = JsonlHeader.from_fields(
             {**legacy.source.header, "nextSeq": prepared.first_seq + len(prepared.writes)}
         )

@@ -62,9 +62,7 @@ class MemoryStorage:
     def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
         timestamp = max(self._now(), self._last_timestamp)
         self._last_timestamp = timestamp
-        if expectations is not None:
-            expectations.check(self._state)
-        prepared = self._state.prepare_commit(writes, timestamp)
+        prepared = self._state.prepare_commit(writes, timestamp, expectations)
         with self._queue.state_lock:
             return self._state.apply(prepared)
 

@@ -1,0 +1,306 @@
+"""The one commit validator: every commit path calls it.
+
+:func:`prepare_commit` takes a new commit's writes to committed writes, in this order: the commit's
+preconditions (:class:`~sessiontree.expectations.Expectations`), the content checks
+(:func:`~sessiontree.storable.check_new_writes`), seq and timestamp stamping, then
+:func:`validate_committed`: pi's ``validateCommittedWrites`` (monotonic safe-integer seqs, entry and
+usage ids unique across both, parents that exist, summable usage) plus address checks, raising
+:class:`~sessiontree.errors.StorageValidationError` at the first violation in pi's order and wording.
+The common shapes (a chain of entry inserts, a branch append) are proven with a few whole-batch
+operations first; anything not proven is checked write by write, which decides the error.
+
+The rules only read the state through :class:`CommitReader`, so a backend that keeps its state in an
+index validates inside its own transaction with the same code.
+
+Call sites:
+
+* :meth:`sessiontree.engine.SessionState.prepare_commit` — the memory backend's commit, the JSONL
+  backend's append and its legacy-v3 upgrade commit (both under the writer lock);
+* :meth:`sessiontree.engine.SessionState.validate_committed` — JSONL replay of a line the fast path does
+  not prove (``sessiontree_jsonl.replay.Replayer._exact_line``) and the legacy-v3 import
+  (``sessiontree_jsonl.storage``);
+* :func:`proves_entry_chain` and :func:`proves_structures` — the JSONL replay's fast path, which reads
+  only a line's structure (``sessiontree_jsonl.replay.Replayer._chain_line`` for a chain of entries,
+  ``Replayer._fast_line`` for any other line); what they do not prove goes down the exact path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Iterable, Sequence, Set
+from typing import Any, Protocol
+
+import attrs
+
+from ..errors import StorageValidationError
+from ..expectations import Expectations
+from ..jsjson import MAX_SAFE_INTEGER, safe_integer
+from ..jsjson import template_string as js_string
+from ..model import ABSENT, Address, StoredValue
+from ..storable import check_new_writes
+from ..usage import summable_usage
+from ..values import check_address_parts
+from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
+from .stamping import constructor, replacer, stamp_entries, stamp_entry, with_seq
+
+__all__ = [
+    "CommitReader",
+    "PreparedCommit",
+    "is_entry_then_value",
+    "prepare_commit",
+    "ADDRESS",
+    "ENTRY",
+    "USAGE",
+    "proves_entry_chain",
+    "proves_entry_inserts",
+    "proves_structures",
+    "proves_entry_then_value",
+    "validate_committed",
+    "validate_each",
+]
+
+
+class CommitReader(Protocol):
+    """What the validator reads of a session's committed state."""
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next committed write gets."""
+        ...
+
+    def has_entry(self, entry_id: str) -> bool:
+        """True when an entry with this id is stored."""
+        ...
+
+    def has_usage(self, row_id: str) -> bool:
+        """True when a usage row with this id is stored."""
+        ...
+
+    def holds_any_id(self, ids: Set[str]) -> bool:
+        """True when any of ``ids`` is a stored entry or usage-row id."""
+        ...
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        """The value stored at a value address (for commit preconditions)."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class PreparedCommit:
+    """A validated commit not yet applied: committed writes (seqs set) and the result fields."""
+
+    writes: tuple[Write, ...]
+    first_seq: int
+    seqs: tuple[int, ...]
+    timestamp: int
+
+
+_prepared_commit = constructor(PreparedCommit)
+_value_set_with_seq = replacer(ValueSet, ("seq",))
+
+
+def prepare_commit(
+    reader: CommitReader, writes: Sequence[Write], timestamp: int, expectations: Expectations | None = None
+) -> PreparedCommit:
+    """Check the preconditions and that ``writes`` can be stored, assign seqs from ``reader.next_seq``
+    and the one timestamp, then validate. Reads only; raises at the first problem."""
+    if expectations is not None:
+        expectations.check(reader)
+    check_new_writes(writes)
+    first = reader.next_seq
+    if is_entry_then_value(writes):
+        committed = (
+            stamp_entry(writes[0].entry, first, timestamp),  # type: ignore[attr-defined]
+            _value_set_with_seq(writes[1], first + 1),
+        )
+        if not proves_entry_then_value(reader, committed):
+            validate_each(reader, committed)
+        return _prepared_commit(committed, first, (first, first + 1), timestamp)
+    stamped = stamp_entries(writes, first, timestamp)
+    if stamped is None:
+        stamped = tuple(with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
+    validate_committed(reader, stamped)
+    return _prepared_commit(stamped, first, tuple(range(first, first + len(stamped))), timestamp)
+
+
+def validate_committed(reader: CommitReader, writes: Sequence[Write]) -> None:
+    """pi's ``validateCommittedWrites`` plus address checks (closing pi's mid-apply hole) for writes
+    that already carry their seqs.
+
+    Raises :class:`StorageValidationError` at the first violation, in pi's order and wording.
+    """
+    if is_entry_then_value(writes):
+        proven = proves_entry_then_value(reader, writes)
+    else:
+        proven = proves_entry_inserts(reader, writes)
+    if not proven:
+        validate_each(reader, writes)
+
+
+def proves_entry_chain(reader: CommitReader, ids: list[Any], parents: list[Any], seqs: list[Any]) -> bool:
+    """True when entries with these ids, parents and seqs, each the child of the one before, are valid
+    inserts; False means "not proven" (the write-by-write check decides, and names the error)."""
+    if set(map(type, seqs)) != {int} or seqs[0] < reader.next_seq or seqs[-1] > MAX_SAFE_INTEGER:
+        return False
+    if len(seqs) > 1 and not all(map(operator.lt, seqs, itertools.islice(seqs, 1, None))):
+        return False
+    batch = set(ids)
+    if len(batch) != len(ids) or reader.holds_any_id(batch):
+        return False
+    root = parents[0]
+    return (root is None or reader.has_entry(root)) and parents[1:] == ids[:-1]
+
+
+ENTRY, USAGE, ADDRESS = range(3)
+"""Kinds of the structures :func:`proves_structures` reads."""
+
+
+def proves_structures(reader: CommitReader, structures: Iterable[tuple[int, Any, Any, Any]]) -> bool:
+    """True when committed writes with these structures, in commit order, are valid by the rules of
+    :func:`validate_each`; False means "not proven". A structure is ``(ENTRY, seq, id, parent_id)``,
+    ``(USAGE, seq, id, usage)`` or ``(ADDRESS, seq, namespace, key)`` (a value or list write): what a
+    replay reads of a stored line without decoding its payloads."""
+    if type(structures) is list and len(structures) == 2:
+        # The line of a branch append (an entry, then its tip), proven without building id sets.
+        (kind, seq, entry_id, parent), (address_kind, address_seq, namespace, key) = structures
+        if kind == ENTRY and address_kind == ADDRESS:
+            has_entry = reader.has_entry
+            return (
+                type(seq) is int
+                and type(address_seq) is int
+                and reader.next_seq <= seq < address_seq <= MAX_SAFE_INTEGER
+                and type(entry_id) is str
+                and (parent is None or (type(parent) is str and has_entry(parent)))
+                and not has_entry(entry_id)
+                and not reader.has_usage(entry_id)
+                and type(namespace) is str
+                and type(key) is str
+                and namespace != ""
+                and "\x00" not in namespace
+                and "\x00" not in key
+            )
+    previous = reader.next_seq - 1
+    ids: set[str] = set()
+    entries: set[str] = set()
+    has_entry = reader.has_entry
+    for kind, seq, first, second in structures:
+        if type(seq) is not int or not previous < seq <= MAX_SAFE_INTEGER:
+            return False
+        previous = seq
+        if kind == ENTRY:
+            if type(first) is not str or first in ids:
+                return False
+            if second is not None and second not in entries and not _is_stored_entry(has_entry, second):
+                return False
+            ids.add(first)
+            entries.add(first)
+        elif kind == USAGE:
+            if type(first) is not str or first in ids or not _is_summable(second):
+                return False
+            ids.add(first)
+        elif not (
+            type(first) is str
+            and type(second) is str
+            and first != ""
+            and "\x00" not in first
+            and "\x00" not in second
+        ):
+            return False
+    return not ids or not reader.holds_any_id(ids)
+
+
+def _is_stored_entry(has_entry: Any, entry_id: object) -> bool:
+    return type(entry_id) is str and bool(has_entry(entry_id))
+
+
+def _is_address(namespace: object, key: object) -> bool:
+    return (
+        type(namespace) is str
+        and type(key) is str
+        and namespace != ""
+        and "\x00" not in namespace
+        and "\x00" not in key
+    )
+
+
+def _is_summable(usage: object) -> bool:
+    try:
+        summable_usage(usage)
+    except TypeError:
+        return False
+    return True
+
+
+def is_entry_then_value(writes: Sequence[Write]) -> bool:
+    """True for the shape of a branch append: an entry insert, then a value set."""
+    return len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet
+
+
+def proves_entry_then_value(reader: CommitReader, writes: Sequence[Write]) -> bool:
+    """True when an entry insert followed by a value set (a branch append) is valid, with the checks
+    of :func:`validate_each` for that shape; False means "not proven"."""
+    entry, value_set = writes[0].entry, writes[1]  # type: ignore[attr-defined]
+    seq, value_seq = entry.seq, value_set.seq
+    if type(seq) is not int or type(value_seq) is not int:
+        return False
+    if not reader.next_seq <= seq < value_seq <= MAX_SAFE_INTEGER:
+        return False
+    entry_id, parent = entry.id, entry.parent_id
+    has_entry = reader.has_entry
+    if has_entry(entry_id) or reader.has_usage(entry_id) or (parent is not None and not has_entry(parent)):
+        return False
+    return _is_address(value_set.namespace, value_set.key)
+
+
+def proves_entry_inserts(reader: CommitReader, writes: Sequence[Write]) -> bool:
+    """True when ``writes`` are valid entry inserts each the child of the one before (the shape of
+    appends and seeds); False means "not proven"."""
+    entries = [write.entry for write in writes if type(write) is EntryWrite]
+    if not entries or len(entries) != len(writes):
+        return False
+    return proves_entry_chain(
+        reader,
+        [entry.id for entry in entries],
+        [entry.parent_id for entry in entries],
+        [entry.seq for entry in entries],
+    )
+
+
+def validate_each(reader: CommitReader, writes: Sequence[Write]) -> None:
+    """The rules of :func:`validate_committed` checked write by write: the reference the batch proofs
+    agree with, and what names the first error."""
+    previous = reader.next_seq - 1
+    seen: set[str] = set()
+    seen_entries: set[str] = set()
+    has_entry, has_usage = reader.has_entry, reader.has_usage
+    for write in writes:
+        seq = write.seq
+        if safe_integer(seq) is None or seq <= previous:  # type: ignore[operator]
+            raise StorageValidationError(f"Non-monotonic storage sequence: {js_string(seq)}")
+        previous = seq  # type: ignore[assignment]
+        if isinstance(write, EntryWrite):
+            entry = write.entry
+            entry_id = entry.id
+            if has_entry(entry_id) or has_usage(entry_id) or entry_id in seen:
+                raise StorageValidationError(f"Duplicate entry or usage id: {js_string(entry_id)}")
+            parent = entry.parent_id
+            if parent is not None and not has_entry(parent) and parent not in seen_entries:
+                raise StorageValidationError(f"Missing parent entry: {js_string(parent)}")
+            seen_entries.add(entry_id)
+            seen.add(entry_id)
+        elif isinstance(write, UsageWrite):
+            row = write.row
+            if has_entry(row.id) or has_usage(row.id) or row.id in seen:
+                raise StorageValidationError(f"Duplicate entry or usage id: {js_string(row.id)}")
+            try:
+                summable_usage(row.usage)
+            except TypeError as error:
+                raise StorageValidationError(str(error)) from None
+            seen.add(row.id)
+        elif isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
+            # pi builds the address with ``value(namespace, key)``, whose default makes a missing key "".
+            check_address_parts(write.namespace, "" if write.key is ABSENT else write.key)
+        else:
+            raise StorageValidationError(f"Unsupported write: {write!r}")
+
