@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 import attrs
 
 from . import jsjson
+from .contracts import SupportsInventory, SupportsOpenPath
 from .dump import DumpInventory, dump_session, format_dump, jsonl_inventory, normalize_dump
 from .errors import SessionTreeError
 from .plugins import open_repo
@@ -161,10 +162,9 @@ def _open_target(
         if _is_url(target):
             session = _open_by_id(repo, target, session_id, cwd=cwd, create=create)  # type: ignore[arg-type]
         else:
-            open_file = getattr(repo, "open_file", None)
-            if open_file is None:
+            if not isinstance(repo, SupportsOpenPath):
                 raise CommandError(f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path")
-            session = open_file(target)
+            session = repo.open_file(target)
         try:
             yield _Target(session=session, file_text=_read_file_text(session))
         finally:
@@ -232,9 +232,9 @@ def _run_dump(args: argparse.Namespace) -> int:
 
 def _storage_inventory(session: Any) -> DumpInventory:
     """What a storage that is not a JSONL file can tell about its namespaces and lists."""
-    inventory = getattr(getattr(session, "storage", None), "dump_inventory", None)
-    if callable(inventory):
-        return inventory()  # type: ignore[no-any-return]
+    storage = session.storage
+    if isinstance(storage, SupportsInventory):
+        return storage.dump_inventory()
     return DumpInventory()
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..contracts import Session, SessionRepo, Storage
+from ..contracts import Session, SessionRepo, Storage, SupportsInventory, SupportsOpenPath
 from ..dump import DumpInventory, format_dump, jsonl_inventory
 from ..errors import SessionTreeError
 from ..model import SessionMetadata
@@ -159,12 +159,11 @@ def open_target_session(
             raise UsageError("--session applies to repositories; a session file names its session itself")
         repo = open_repo(local_path_url("jsonl", os.path.dirname(os.path.abspath(target))))
         try:
-            open_file = getattr(repo, "open_file", None)
-            if open_file is None:
+            if not isinstance(repo, SupportsOpenPath):
                 raise UsageError(
                     f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path"
                 )
-            session = open_file(target)
+            session = repo.open_file(target)
             try:
                 yield session, repo
             finally:
@@ -189,19 +188,9 @@ def open_target_session(
         repo.close()
 
 
-def storage_of(session: object) -> Storage:
-    """The Storage behind a session handle.
-
-    Core's sessions expose ``storage``; the memory backend's handles keep the core session they wrap in
-    ``_session`` (no public accessor yet), so that is looked up as a fallback.
-    """
-    storage = getattr(session, "storage", None)
-    if storage is None:
-        inner = getattr(session, "_session", None)
-        storage = getattr(inner, "storage", None)
-    if storage is None:
-        raise UsageError(f"Cannot read the storage of {type(session).__name__}: it exposes none")
-    return storage  # type: ignore[no-any-return]
+def storage_of(session: Session) -> Storage:
+    """The Storage behind a session handle (:attr:`Session.storage <sessiontree.contracts.Session.storage>`)."""
+    return session.storage
 
 
 def session_file_text(session: object) -> str | None:
@@ -214,14 +203,14 @@ def session_file_text(session: object) -> str | None:
         return f.read().decode("utf-8", "replace")
 
 
-def inventory_of(session: object) -> DumpInventory:
+def inventory_of(session: Session) -> DumpInventory:
     """The value namespaces and list addresses the session's storage can tell about (from its file)."""
     text = session_file_text(session)
     if text is not None:
         return jsonl_inventory(text)
-    inventory = getattr(storage_of(session), "dump_inventory", None)
-    if callable(inventory):
-        return inventory()  # type: ignore[no-any-return]
+    storage = storage_of(session)
+    if isinstance(storage, SupportsInventory):
+        return storage.dump_inventory()
     return DumpInventory()
 
 

@@ -13,9 +13,9 @@ A copy reads a :class:`SessionSnapshot` of the source, the session's committed w
 
 and restores it at the destination:
 
-* through the repository's ``restore_committed`` when it has one (the seam a backend can offer);
-* into a **JSONL repository** by publishing the session file directly (header kept, one line per source
-  transaction), in pi's layout, atomically and create-only;
+* through the repository's ``restore_committed`` when it is a
+  :class:`~sessiontree.contracts.SupportsRestore` (the JSONL repository publishes the session file
+  directly: header kept, one line per source transaction, in pi's layout, atomically and create-only);
 * into **any other repository** through ``create`` and ordinary commits, one per source transaction, with
   no-op writes filling seq gaps so every write keeps its seq. Entry timestamps are the commit clock's:
   they are preserved when the destination runs on a :class:`ReplayClock` (``open_repo(url,
@@ -36,7 +36,16 @@ from typing import Any, Literal
 import attrs
 
 from .. import jsjson
-from ..contracts import Session, SessionMutation, SessionRepo, Storage
+from ..contracts import (
+    Session,
+    SessionMutation,
+    SessionRepo,
+    Storage,
+    SupportsExport,
+    SupportsInventory,
+    SupportsRestore,
+    SupportsScan,
+)
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
 from ..expectations import json_equal
@@ -116,15 +125,12 @@ class SessionSnapshot:
 # --- reading ---------------------------------------------------------------------------------------
 
 
-def _is_legacy_v3(storage: object) -> bool:
-    flag = getattr(storage, "is_legacy_v3", None)
-    return bool(flag()) if callable(flag) else False
+def _is_legacy_v3(storage: Storage) -> bool:
+    return isinstance(storage, SupportsExport) and storage.is_legacy_v3()
 
 
-def _header_fields(storage: object) -> dict[str, JsonValue] | None:
-    header = getattr(storage, "header", None)
-    to_wire = getattr(header, "to_wire", None)
-    return dict(to_wire()) if callable(to_wire) else None
+def _header_fields(storage: Storage) -> dict[str, JsonValue] | None:
+    return storage.export_header() if isinstance(storage, SupportsExport) else None
 
 
 def _file_transactions(path: str) -> list[tuple[Write, ...]]:
@@ -245,7 +251,7 @@ def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -
         transactions=tuple((write,) for write in writes),
         next_seq=_next_seq(storage),
         inventory=known,
-        complete=inventory is not None or callable(getattr(storage, "dump_inventory", None)),
+        complete=inventory is not None or isinstance(storage, SupportsInventory),
     )
 
 
@@ -257,49 +263,6 @@ def _seq_of(write: Write) -> int:
 
 
 # --- restoring -------------------------------------------------------------------------------------
-
-
-def _is_jsonl_repo(repo: object) -> bool:
-    try:
-        from sessiontree_jsonl.repo import JsonlSessionRepo
-    except ImportError:
-        return False
-    return isinstance(repo, JsonlSessionRepo)
-
-
-def _restore_jsonl(repo: Any, snapshot: SessionSnapshot) -> SessionMetadata:
-    """Publish the session file of ``snapshot`` in ``repo``'s directory layout (create-only)."""
-    from sessiontree_jsonl.header import JsonlHeader
-    from sessiontree_jsonl.io import publish_atomically
-    from sessiontree_jsonl.naming import session_file_name
-
-    from ..wire import encode_transaction_bytes
-
-    metadata = snapshot.metadata
-    if snapshot.header is not None:
-        header = JsonlHeader.from_fields(snapshot.header)
-    else:
-        cwd = metadata.cwd or repo.default_cwd or os.getcwd()
-        header = JsonlHeader.new(
-            id=metadata.id,
-            created_at=metadata.created_at,
-            cwd=cwd,
-            parent_session_id=metadata.parent_session_id,
-        )
-    last = max((_seq_of(t[-1]) for t in snapshot.transactions), default=0)
-    if snapshot.next_seq > last + 1 and (header.next_seq or 0) < snapshot.next_seq:
-        header = header.with_next_seq(snapshot.next_seq)
-    directory = repo.session_directory(header.cwd)
-    path = repo.fs.join(directory, session_file_name(header.created_at, header.id))
-    repo.fs.mkdirs(directory)
-
-    def lines() -> Iterable[bytes]:
-        yield header.encode()
-        for transaction in snapshot.transactions:
-            yield encode_transaction_bytes(transaction) + b"\n"
-
-    publish_atomically(repo.fs, path, lines(), durability=repo.durability, replace=False)
-    return header.metadata(path=path, modified_at=repo.fs.stat(path).mtime_ms)
 
 
 def _gap_key(snapshot: SessionSnapshot) -> str:
@@ -406,21 +369,17 @@ def restore_snapshot(
 ) -> SessionMetadata:
     """Write ``snapshot`` into ``repo`` as a new session and return its metadata.
 
-    A repository that offers ``restore_committed(*, metadata, header, transactions, next_seq)`` (create
-    a session holding exactly these committed writes, seqs and timestamps kept, create-only) is asked
-    to do it; the JSONL repository gets its file published; any other replays commits.
+    A :class:`~sessiontree.contracts.SupportsRestore` repository (the JSONL one publishes the session
+    file whole) is asked to hold exactly these committed writes, seqs and timestamps kept, create-only;
+    any other gets them replayed as commits.
     """
-    restore = getattr(repo, "restore_committed", None)
-    if callable(restore):
-        restored: SessionMetadata = restore(
+    if isinstance(repo, SupportsRestore):
+        return repo.restore_committed(
             metadata=snapshot.metadata,
             header=snapshot.header,
             transactions=snapshot.transactions,
             next_seq=snapshot.next_seq,
         )
-        return restored
-    if _is_jsonl_repo(repo):
-        return _restore_jsonl(repo, snapshot)
     return _restore_by_commits(repo, snapshot, clock)
 
 
@@ -599,14 +558,12 @@ def copy_sessions(
     """Copy the sessions of ``source`` (all, or those of ``ids``) into ``destination``, one by one; a
     session that fails is reported and the others still go. Unknown ``ids`` raise :class:`TransferError`."""
     unreadable: list[CopyOutcome] = []
-    scan = getattr(source, "scan", None)
-    if callable(scan):
-        # A file repository says which files it could not even list (the JSONL repository's scan).
-        scanned = scan()
-        listed = list(scanned.sessions)
+    if isinstance(source, SupportsScan):
+        # A file repository says which files it could not even list.
+        listed, findings = source.scan_sessions()
         unreadable = [
-            CopyOutcome(id=error.path, status="failed", message=error.message, destination=None)
-            for error in scanned.errors
+            CopyOutcome(id=finding.path, status="failed", message=finding.message, destination=None)
+            for finding in findings
         ]
     else:
         listed = source.list()

@@ -295,6 +295,10 @@ class JsonlStorage:
             return f"v{1 if version is None else version} (pi CLI, migrated in memory)"
         return "v3 (pi-agent-core 0.74-0.83 harness)" if source.harness_records else "v3 (pi CLI)"
 
+    def export_header(self) -> dict[str, JsonValue]:
+        """The header's wire fields (:class:`sessiontree.contracts.SupportsExport`)."""
+        return dict(self._generation.header.to_wire())
+
     def is_legacy_v3(self) -> bool:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""
         return self._legacy is not None
