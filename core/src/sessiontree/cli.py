@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from . import jsjson
+from . import __version__, jsjson
 from .contracts import SupportsInventory, SupportsOpenPath
 from .dump import DumpInventory, dump_session, format_dump, jsonl_inventory, normalize_dump
 from .errors import SessionTreeError
@@ -73,6 +73,7 @@ def commands() -> list[Command]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Inspect and write sessiontree sessions.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands():
         command.configure(sub.add_parser(command.name, help=command.help, description=command.help))

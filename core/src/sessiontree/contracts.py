@@ -32,6 +32,7 @@ from .writes import Write
 if TYPE_CHECKING:
     from .context import EntryProjector
     from .dump import DumpInventory
+    from .findings import CheckReport, Finding
 
 __all__ = [
     "Backend",
@@ -45,7 +46,6 @@ __all__ = [
     "SessionMutation",
     "SessionRepo",
     "Storage",
-    "Finding",
     "SupportsCheck",
     "SupportsCompact",
     "SupportsExport",
@@ -441,26 +441,16 @@ class SupportsScan(Protocol):
         ...
 
 
-@attrs.frozen(kw_only=True)
-class Finding:
-    """One problem a check found in stored data."""
-
-    path: str
-    """Where: a file path or a backend-specific location."""
-    message: str
-    line: int | None = None
-    """The 1-based line in ``path``, where the store has lines."""
-    repaired: bool = False
-    """True when ``check(repair=True)`` fixed it."""
-
-
 @runtime_checkable
 class SupportsCheck(Protocol):
-    """A backend that checks (and optionally repairs) what it stored at a location (``sessiontree check``)."""
+    """A backend that checks (and optionally repairs) what it stored at a location (``sessiontree check``).
 
-    def check(self, target: str, *, repair: bool = False) -> list[Finding]:
-        """The problems found in the sessions at ``target`` (a file or a directory); with ``repair``,
-        fix the ones that can be fixed without losing committed data."""
+    Offered by the :class:`Backend` object (a check needs no repository open)."""
+
+    def check(self, target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
+        """The problems found in the sessions stored at ``target`` (a file or a directory); with
+        ``repair``, fix what can be fixed without losing committed data (staging files only when at
+        least ``min_temp_age`` seconds old)."""
         ...
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from rich.table import Table
 from rich.text import Text
 
 from ..cli import Command, register_command
-from ..plugins import open_repo
+from ..contracts import SupportsCheck
+from ..errors import BackendNotFoundError
+from ..plugins import open_backend
 from ..urls import parse_url
 from .common import UsageError, add_examples, is_url, print_json, repository_url, stdout_console
 from .health import CheckReport, check_path, check_repository
@@ -18,19 +21,21 @@ __all__ = ["run_check"]
 
 
 def run_check(target: str | None, *, repair: bool, min_temp_age: float) -> CheckReport:
-    """Check ``target``: a ``jsonl`` URL, a directory or a file is checked file by file; any other URL
-    through its backend; nothing means the default repository."""
+    """Check ``target``: a directory or a file, or a local URL of a backend that can check its files
+    (:class:`~sessiontree.contracts.SupportsCheck`), is checked file by file; any other URL through its
+    repository; nothing means the default repository."""
     if target is not None and not is_url(target):
         if not os.path.exists(target):
             raise UsageError(f"No such file or directory: {target}")
         return check_path(target, repair=repair, min_temp_age=min_temp_age)
     url = repository_url(target)
     parsed = parse_url(url)
-    if parsed.backend == "jsonl" and parsed.filesystem is None and parsed.path is not None:
+    backend = open_backend(url)
+    if isinstance(backend, SupportsCheck) and parsed.filesystem is None and parsed.path is not None:
         if not os.path.exists(parsed.path):
             return CheckReport(checked=0, findings=())
-        return check_path(parsed.path, repair=repair, min_temp_age=min_temp_age)
-    with open_repo(url) as repo:
+        return backend.check(parsed.path, repair=repair, min_temp_age=min_temp_age)
+    with backend.open_repo() as repo:
         return check_repository(repo)
 
 
@@ -95,7 +100,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    report = run_check(args.target, repair=args.repair, min_temp_age=args.min_temp_age)
+    try:
+        report = run_check(args.target, repair=args.repair, min_temp_age=args.min_temp_age)
+    except BackendNotFoundError as error:
+        # Not a finding: the backend that reads this target is not installed (the message says which
+        # distribution to install).
+        sys.stderr.write(f"sessiontree check: error: {error}\n")
+        return 2
     if args.json:
         print_json(report.to_json())
     else:

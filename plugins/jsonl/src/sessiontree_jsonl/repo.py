@@ -31,7 +31,7 @@ import attrs
 
 from sessiontree.admission import notify_admitted
 from sessiontree.arguments import check_create_arguments
-from sessiontree.contracts import Finding, ForkOptions
+from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
     SessionNotFoundError,
@@ -41,6 +41,7 @@ from sessiontree.errors import (
     StorageValidationError,
 )
 from sessiontree.engine import SessionState
+from sessiontree.findings import Finding
 from sessiontree.fs import FileHandle, FileInfo, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
 from sessiontree.model import JsonValue, SessionMetadata
@@ -436,7 +437,9 @@ class JsonlSessionRepo:
     def scan_sessions(self) -> tuple[list[SessionMetadata], list[Finding]]:
         """:meth:`scan` as :class:`sessiontree.contracts.SupportsScan` reports it."""
         result = self.scan()
-        return result.sessions, [Finding(path=e.path, message=e.message) for e in result.errors]
+        return result.sessions, [
+            Finding(kind="unreadable", severity="error", path=e.path, message=e.message) for e in result.errors
+        ]
 
     def restore_committed(
         self,
