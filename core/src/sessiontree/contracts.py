@@ -40,6 +40,7 @@ __all__ = [
     "BranchFork",
     "Capabilities",
     "CompactionSummary",
+    "DescribesComponents",
     "ForkOptions",
     "IdGenerator",
     "Session",
@@ -495,6 +496,17 @@ class SupportsExport(Protocol):
 
     def is_legacy_v3(self) -> bool:
         """True while the session is a legacy v3 file opened read-only (it has no seqs of its own)."""
+        ...
+
+
+@runtime_checkable
+class DescribesComponents(Protocol):
+    """A backend class that names the classes of what it opens (its repository and storage), so a
+    listing can tell which optional capabilities they offer without opening anything."""
+
+    @classmethod
+    def component_types(cls) -> tuple[type, ...]:
+        """The repository and storage classes the backend's ``open_repo`` and ``open_storage`` return."""
         ...
 
 

@@ -23,7 +23,7 @@ import platformdirs
 import pluggy
 
 from . import hookspecs
-from .contracts import Backend, SessionRepo
+from .contracts import Backend, DescribesComponents, SessionRepo, capabilities_of
 from .errors import BackendConflictError, BackendNotFoundError, PluginError, PluginLoadError
 from .hookspecs import BackendSpec, FileSystemSpec, hookimpl
 from .urls import local_path_url, parse_url
@@ -446,6 +446,18 @@ class Registry:
         catalog = self._current_catalog()
         return [catalog.backends[name].value for name in sorted(catalog.backends)]
 
+    def backend_operations(self, name: str) -> list[str] | None:
+        """The optional capabilities (``sessiontree.contracts.Supports*``) backend ``name`` offers, by
+        name; ``None`` when its factory is not a class that names its components
+        (:class:`~sessiontree.contracts.DescribesComponents`). Imports the factory."""
+        return self._operations(self._backend_claim(name))
+
+    def _operations(self, claim: _Claim[BackendSpec]) -> list[str] | None:
+        factory = self._import(claim.value.factory, f"backend {claim.value.name!r}", claim.plugin)
+        if not (isinstance(factory, type) and issubclass(factory, DescribesComponents)):
+            return None
+        return capabilities_of(factory, *factory.component_types())
+
     def backend_spec(self, name: str) -> BackendSpec:
         """The spec registered under ``name``; raises like :meth:`backend` when there is none."""
         return self._backend_claim(name).value
@@ -627,11 +639,22 @@ class Registry:
         """A JSON-ready listing of backends, filesystems, projectors and plugins (with load errors).
 
         ``include_all`` adds the project's backends that are not installed, plugins left out by the
-        allowlist, and the core's own plugin.
+        allowlist, and the core's own plugin. A backend whose factory names its components
+        (:class:`~sessiontree.contracts.DescribesComponents`) also lists its ``operations``: the optional
+        capabilities it offers; a factory that cannot be imported is reported in its ``error``.
         """
         catalog = self._current_catalog()
         backends: list[dict[str, Any]] = []
-        backends.extend(_backend_entry(claim, None) for claim in catalog.backends.values())
+        for claim in catalog.backends.values():
+            entry = _backend_entry(claim, None)
+            try:
+                operations = self._operations(claim)
+            except PluginLoadError as error:
+                entry["error"] = str(error)
+            else:
+                if operations is not None:
+                    entry["operations"] = operations
+            backends.append(entry)
         for (kind, name), claims in catalog.conflicts.items():
             if kind == "backend":
                 message = _conflict_message(kind, name, claims)

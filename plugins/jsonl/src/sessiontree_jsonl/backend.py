@@ -133,6 +133,14 @@ class JsonlBackend:
             )
         return given or LegacyV3Options(compatibility=compatibility)
 
+    @classmethod
+    def component_types(cls) -> tuple[type, ...]:
+        """The repository and storage classes (for the capability listing of ``sessiontree backends``)."""
+        from .repo import JsonlSessionRepo
+        from .storage import JsonlStorage
+
+        return (JsonlSessionRepo, JsonlStorage)
+
     def check(self, target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
         """Check the session files at ``target`` (a file, or a directory searched recursively); see
         :mod:`.check` for what is reported and repaired."""
