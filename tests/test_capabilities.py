@@ -20,6 +20,7 @@ from sessiontree.contracts import (
     capabilities_of,
 )
 from sessiontree.plugins import open_backend
+from sessiontree.values import list_, value
 
 
 def test_the_jsonl_backend_offers_its_capabilities_on_the_objects_it_opens(tmp_path: Path) -> None:
@@ -33,7 +34,13 @@ def test_the_jsonl_backend_offers_its_capabilities_on_the_objects_it_opens(tmp_p
             assert isinstance(storage, Storage)
             assert isinstance(storage, SupportsCompact) and isinstance(storage, SupportsExport)
             assert storage.export_header()["id"] == session.metadata.id
-            assert not isinstance(storage, SupportsInventory)
+            assert isinstance(storage, SupportsInventory)
+            session.append_list(list_("app.log", "k"), "x")
+            session.set_value(value("app.state", "s"), 1)
+            inventory = storage.dump_inventory()
+            assert ("app.log", "k") in inventory.list_addresses
+            assert "app.state" in inventory.value_namespaces
+            assert [len(t) for t in storage.committed_transactions()] == [1, 1]
 
 
 def test_the_memory_handle_exposes_its_storage_and_offers_no_optional_capability() -> None:
@@ -67,5 +74,5 @@ def test_backends_lists_each_backends_operations() -> None:
     )
     assert result.returncode == 0, result.stderr
     listed = {entry["name"]: entry for entry in json.loads(result.stdout)["backends"]}
-    assert listed["jsonl"]["operations"] == ["open_path", "restore", "scan", "check", "compact", "export"]
+    assert listed["jsonl"]["operations"] == ["open_path", "restore", "scan", "check", "compact", "inventory", "export"]
     assert listed["memory"]["operations"] == []

@@ -28,7 +28,7 @@ import attrs
 
 from . import __version__, jsjson
 from .contracts import SupportsInventory, SupportsOpenPath
-from .dump import DumpInventory, dump_session, format_dump, jsonl_inventory, normalize_dump
+from .dump import DumpInventory, dump_session, format_dump, normalize_dump
 from .errors import PluginError, SessionTreeError
 from .plugins import get_registry, open_repo
 from .urls import local_path_url
@@ -251,7 +251,7 @@ def _configure_dump(parser: argparse.ArgumentParser) -> None:
 def _run_dump(args: argparse.Namespace) -> int:
     with _open_target(args.target, args.session, compatibility=args.compatibility) as target:
         text = target.file_text
-        inventory = jsonl_inventory(text) if text is not None else _storage_inventory(target.session)
+        inventory = _storage_inventory(target.session)
         dump = dump_session(target.session, inventory=inventory)
         if args.normalize:
             dump = normalize_dump(dump, text or "")

@@ -488,7 +488,8 @@ class SupportsInventory(Protocol):
 
 @runtime_checkable
 class SupportsExport(Protocol):
-    """A storage read from a persisted header it can export (``copy`` keeps it, ``dump`` prints it)."""
+    """A storage that exports what it persisted: its header (``copy`` keeps it, ``dump`` prints it) and
+    its committed history as written (``copy`` reproduces it transaction by transaction)."""
 
     def export_header(self) -> dict[str, JsonValue]:
         """The session header in its wire form."""
@@ -496,6 +497,11 @@ class SupportsExport(Protocol):
 
     def is_legacy_v3(self) -> bool:
         """True while the session is a legacy v3 file opened read-only (it has no seqs of its own)."""
+        ...
+
+    def committed_transactions(self) -> list[tuple[Write, ...]]:
+        """Every committed transaction as persisted, in seq order, superseded writes included (not for a
+        legacy v3 session, which has none)."""
         ...
 
 

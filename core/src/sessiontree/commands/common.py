@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from ..contracts import Session, SessionRepo, Storage, SupportsInventory, SupportsOpenPath
-from ..dump import DumpInventory, format_dump, jsonl_inventory
+from ..dump import DumpInventory, format_dump
 from ..errors import SessionTreeError
 from ..model import SessionMetadata
 from ..plugins import URL_ENV, default_url, open_repo
@@ -37,7 +37,6 @@ __all__ = [
     "open_target_session",
     "print_json",
     "repository_url",
-    "session_file_text",
     "short_id",
     "shorten",
     "stderr_console",
@@ -193,21 +192,9 @@ def storage_of(session: Session) -> Storage:
     return session.storage
 
 
-def session_file_text(session: object) -> str | None:
-    """The text of the session's JSONL file (``None`` when it is not a JSONL file)."""
-    metadata = getattr(session, "metadata", None)
-    path = getattr(metadata, "path", None)
-    if not isinstance(path, str) or not path.endswith(".jsonl") or not os.path.isfile(path):
-        return None
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
-
-
 def inventory_of(session: Session) -> DumpInventory:
-    """The value namespaces and list addresses the session's storage can tell about (from its file)."""
-    text = session_file_text(session)
-    if text is not None:
-        return jsonl_inventory(text)
+    """The value namespaces and list addresses the session's storage can tell about
+    (:class:`~sessiontree.contracts.SupportsInventory`), else none."""
     storage = storage_of(session)
     if isinstance(storage, SupportsInventory):
         return storage.dump_inventory()

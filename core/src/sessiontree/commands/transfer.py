@@ -3,7 +3,8 @@ and usage (what ``sessiontree copy`` and ``sessiontree import-pi`` do).
 
 A copy reads a :class:`SessionSnapshot` of the source, the session's committed writes in seq order:
 
-* a **format-4 JSONL file** gives its whole history, line by line, as it was committed (superseded values,
+* a storage that exports its history (:class:`~sessiontree.contracts.SupportsExport`: a **format-4
+  JSONL file**) gives it whole, transaction by transaction as it was committed (superseded values,
   deletes and emptied lists included), so a JSONL copy holds the same lines;
 * a **legacy v3 file** gives what the importer materializes, plus one adjustment usage row holding the
   imported usage (``details: {"source": "v3-import"}``), as pi's own upgrade to format 4 writes it;
@@ -29,7 +30,6 @@ dumps (:mod:`sessiontree.dump`) of source and destination over the same inventor
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -52,7 +52,7 @@ from ..expectations import json_equal
 from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
 from ..queries import EntryScan, ListReadOptions
 from ..values import list_, value
-from ..wire import decode_transaction, usage_row_to_wire
+from ..wire import usage_row_to_wire
 from ..writes import EntryWrite, ListAppend, UsageWrite, ValueDelete, ValueSet, Write
 from .common import inventory_of, storage_of
 
@@ -131,23 +131,6 @@ def _is_legacy_v3(storage: Storage) -> bool:
 
 def _header_fields(storage: Storage) -> dict[str, JsonValue] | None:
     return storage.export_header() if isinstance(storage, SupportsExport) else None
-
-
-def _file_transactions(path: str) -> list[tuple[Write, ...]]:
-    """The committed transactions of a format-4 file: every complete line after the header."""
-    with open(path, "rb") as f:
-        data = f.read()
-    lines = data.split(b"\n")
-    lines.pop()  # the bytes after the last LF: empty, or a torn tail the storage ignores as well
-    transactions: list[tuple[Write, ...]] = []
-    for number, line in enumerate(lines[1:], start=2):
-        try:
-            writes = decode_transaction(line)
-        except SessionTreeError as error:
-            raise TransferError(f"Cannot copy {path}: line {number}: {error}") from error
-        if writes:
-            transactions.append(tuple(writes))
-    return transactions
 
 
 def _next_seq(storage: Storage) -> int:
@@ -236,8 +219,11 @@ def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -
             inventory=known,
             adjustment=adjustment,
         )
-    if header is not None and isinstance(path, str) and path.endswith(".jsonl") and os.path.isfile(path):
-        history = _file_transactions(path)
+    if header is not None and isinstance(storage, SupportsExport):
+        try:
+            history = storage.committed_transactions()
+        except SessionTreeError as error:
+            raise TransferError(f"Cannot copy {path}: {error}") from error
         last = max((_seq_of(t[-1]) for t in history), default=0)
         header_next = header.get("nextSeq")
         next_seq = max(last + 1, int(header_next) if isinstance(header_next, (int, float)) else 1)
