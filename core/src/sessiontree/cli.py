@@ -132,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser(plugin_command)
     args = parser.parse_args(arguments)
     command = _COMMANDS.get(args.command, plugin_command)
-    if command is None:  # a plugin command whose name argparse matched only by a prefix
-        parser.error(f"name the command {args.command!r} in full")
+    if command is None:  # argparse matched a plugin command that was not the first positional argument
+        parser.error(f"put the command {args.command!r} first")
     try:
         return command.run(args)
     except (CommandError, SessionTreeError, OSError, ValueError, UnicodeError) as error:
@@ -262,7 +262,7 @@ def _run_dump(args: argparse.Namespace) -> int:
 
 
 def _storage_inventory(session: Any) -> DumpInventory:
-    """What a storage that is not a JSONL file can tell about its namespaces and lists."""
+    """The namespaces and lists the session's storage can name (:class:`~sessiontree.contracts.SupportsInventory`)."""
     storage = session.storage
     if isinstance(storage, SupportsInventory):
         return storage.dump_inventory()
