@@ -15,7 +15,7 @@ from ..errors import BackendNotFoundError
 from ..plugins import open_backend
 from ..urls import parse_url
 from .common import UsageError, add_examples, is_url, print_json, repository_url, stdout_console
-from .health import CheckReport, check_path, check_repository
+from .health import CheckReport, Finding, check_path, check_repository
 
 __all__ = ["run_check"]
 
@@ -39,7 +39,36 @@ def run_check(target: str | None, *, repair: bool, min_temp_age: float) -> Check
         return check_repository(repo)
 
 
+def _finding_message(finding: Finding) -> str:
+    message = finding.message
+    if finding.cause:
+        message += " (cause: " + "; ".join(finding.cause) + ")"
+    if finding.repaired:
+        message += f" [repaired: {finding.repaired}]"
+    return message
+
+
+def _print_lines(report: CheckReport) -> None:
+    """One ``path:line: kind: message`` line per finding, never wrapped (when stdout is a pipe or file:
+    ``sessiontree check DIR | grep ...``)."""
+    for finding in report.findings:
+        where = finding.path or finding.session or ""
+        if finding.line is not None:
+            where += f":{finding.line}"
+        message = " ".join(_finding_message(finding).splitlines())
+        sys.stdout.write(f"{where}: {finding.kind}: {message}\n")
+
+
 def _print_report(report: CheckReport) -> None:
+    errors = sum(1 for f in report.findings if f.open)
+    warnings = sum(1 for f in report.findings if f.severity == "warning")
+    repaired = sum(1 for f in report.findings if f.repaired)
+    verdict = "all well" if report.ok else f"{errors} problem{'s' if errors != 1 else ''} left"
+    summary = f"{report.checked} checked: {verdict}; {warnings} warnings; {repaired} repaired"
+    if not sys.stdout.isatty():
+        _print_lines(report)
+        sys.stdout.write(summary + "\n")
+        return
     console = stdout_console()
     if report.findings:
         table = Table(show_lines=False)
@@ -49,28 +78,14 @@ def _print_report(report: CheckReport) -> None:
         table.add_column("message", overflow="fold")
         for finding in report.findings:
             style = "yellow" if finding.severity == "warning" else ("green" if finding.repaired else "red")
-            message = finding.message
-            if finding.cause:
-                message += " (cause: " + "; ".join(finding.cause) + ")"
-            if finding.repaired:
-                message += f" [repaired: {finding.repaired}]"
             table.add_row(
                 Text(finding.path or finding.session or ""),
                 Text("" if finding.line is None else str(finding.line)),
                 Text(finding.kind, style=style),
-                Text(message),
+                Text(_finding_message(finding)),
             )
         console.print(table)
-    errors = sum(1 for f in report.findings if f.open)
-    warnings = sum(1 for f in report.findings if f.severity == "warning")
-    repaired = sum(1 for f in report.findings if f.repaired)
-    verdict = "all well" if report.ok else f"{errors} problem{'s' if errors != 1 else ''} left"
-    console.print(
-        Text(
-            f"{report.checked} checked: {verdict}; {warnings} warnings; {repaired} repaired",
-            style="bold green" if report.ok else "bold red",
-        )
-    )
+    console.print(Text(summary, style="bold green" if report.ok else "bold red"))
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
