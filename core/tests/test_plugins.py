@@ -713,6 +713,7 @@ def test_every_hookspec_documents_each_argument_and_firstresult() -> None:
     hook_names = sorted(name for name in vars(registry._pm.hook) if not name.startswith("_"))
     assert hook_names == [
         "register_backends",
+        "register_commands",
         "register_entry_projectors",
         "register_filesystems",
         "resolve_filesystem",

@@ -26,10 +26,11 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from . import jsjson
-from .dump import DumpInventory, dump_session, format_dump, jsonl_inventory, normalize_dump
-from .errors import SessionTreeError
-from .plugins import open_repo
+from . import __version__, jsjson
+from .contracts import SupportsInventory, SupportsOpenPath
+from .dump import DumpInventory, dump_session, format_dump, normalize_dump
+from .errors import PluginError, SessionTreeError
+from .plugins import get_registry, open_repo
 from .urls import local_path_url
 from .wire import commit_result_to_wire, input_write_from_wire
 
@@ -70,12 +71,35 @@ def commands() -> list[Command]:
     return [_COMMANDS[name] for name in sorted(_COMMANDS)]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(selected: Command | None) -> argparse.ArgumentParser:
+    """The script's parser: every core command, and the plugins' commands by name and help (only the
+    ``selected`` one, already imported, adds its arguments)."""
     parser = argparse.ArgumentParser(prog=PROG, description="Inspect and write sessiontree sessions.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in commands():
         command.configure(sub.add_parser(command.name, help=command.help, description=command.help))
+    for spec in get_registry().commands():
+        if spec.name in _COMMANDS:
+            continue  # the core's own command keeps its name
+        if selected is not None and selected.name == spec.name:
+            selected.configure(sub.add_parser(spec.name, help=spec.help, description=selected.help))
+        else:
+            sub.add_parser(spec.name, help=spec.help, description=spec.help)
     return parser
+
+
+def _plugin_command(argv: Sequence[str]) -> Command | None:
+    """The plugin command ``argv`` runs (its module imported), or ``None`` for a core command."""
+    name = next((argument for argument in argv if not argument.startswith("-")), None)
+    if name is None or name in _COMMANDS:
+        return None
+    if name not in {spec.name for spec in get_registry().commands()}:
+        return None
+    command = get_registry().command(name)
+    if not isinstance(command, Command):
+        raise PluginError(f"The sessiontree command {name!r} a plugin registered is not a Command: {command!r}")
+    return command
 
 
 def _describe(error: BaseException) -> str:
@@ -99,9 +123,17 @@ def _cause_of(error: BaseException) -> BaseException | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the script with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    command = _COMMANDS[args.command]
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        plugin_command = _plugin_command(arguments)
+    except SessionTreeError as error:
+        sys.stderr.write(f"{PROG}: error: {_describe(error)}\n")
+        return 2
+    parser = _parser(plugin_command)
+    args = parser.parse_args(arguments)
+    command = _COMMANDS.get(args.command, plugin_command)
+    if command is None:  # argparse matched a plugin command that was not the first positional argument
+        parser.error(f"put the command {args.command!r} first")
     try:
         return command.run(args)
     except (CommandError, SessionTreeError, OSError, ValueError, UnicodeError) as error:
@@ -161,10 +193,9 @@ def _open_target(
         if _is_url(target):
             session = _open_by_id(repo, target, session_id, cwd=cwd, create=create)  # type: ignore[arg-type]
         else:
-            open_file = getattr(repo, "open_file", None)
-            if open_file is None:
+            if not isinstance(repo, SupportsOpenPath):
                 raise CommandError(f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path")
-            session = open_file(target)
+            session = repo.open_file(target)
         try:
             yield _Target(session=session, file_text=_read_file_text(session))
         finally:
@@ -220,7 +251,7 @@ def _configure_dump(parser: argparse.ArgumentParser) -> None:
 def _run_dump(args: argparse.Namespace) -> int:
     with _open_target(args.target, args.session, compatibility=args.compatibility) as target:
         text = target.file_text
-        inventory = jsonl_inventory(text) if text is not None else _storage_inventory(target.session)
+        inventory = _storage_inventory(target.session)
         dump = dump_session(target.session, inventory=inventory)
         if args.normalize:
             dump = normalize_dump(dump, text or "")
@@ -231,10 +262,10 @@ def _run_dump(args: argparse.Namespace) -> int:
 
 
 def _storage_inventory(session: Any) -> DumpInventory:
-    """What a storage that is not a JSONL file can tell about its namespaces and lists."""
-    inventory = getattr(getattr(session, "storage", None), "dump_inventory", None)
-    if callable(inventory):
-        return inventory()  # type: ignore[no-any-return]
+    """The namespaces and lists the session's storage can name (:class:`~sessiontree.contracts.SupportsInventory`)."""
+    storage = session.storage
+    if isinstance(storage, SupportsInventory):
+        return storage.dump_inventory()
     return DumpInventory()
 
 
@@ -298,7 +329,6 @@ from .commands import show as _show  # noqa: E402,F401  (registers "show")
 from .commands import ls as _ls  # noqa: E402,F401  (registers "ls")
 from .commands import backends as _backends  # noqa: E402,F401  (registers "backends")
 from .commands import copy as _copy  # noqa: E402,F401  (registers "copy")
-from .commands import import_pi as _import_pi  # noqa: E402,F401  (registers "import-pi")
 from .commands import check as _check  # noqa: E402,F401  (registers "check")
 from .commands import compact as _compact  # noqa: E402,F401  (registers "compact")
 from .commands import demo as _demo  # noqa: E402,F401  (registers "demo")

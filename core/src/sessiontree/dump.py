@@ -26,7 +26,7 @@ import attrs
 
 from . import jsjson
 from .context import build_context_entries, build_session_context
-from .contracts import Storage
+from .contracts import Storage, SupportsExport
 from .errors import ContextBuildError, InvalidAddressError
 from .model import ABSENT, JsonValue, UnknownEntry
 from .queries import BranchScan, EntryScan, ListReadOptions
@@ -119,28 +119,23 @@ def jsonl_inventory(text: str) -> DumpInventory:
 
 
 def _storage_of(source: object) -> Storage:
-    storage = getattr(source, "storage", None)
-    return storage if storage is not None else source  # type: ignore[return-value]
+    """The storage of a session, or ``source`` itself when it is a bare storage."""
+    if isinstance(source, Storage):
+        return source
+    storage: Storage = source.storage  # type: ignore[attr-defined]
+    return storage
 
 
-def _header_of(source: object, storage: object) -> JsonValue:
-    header = getattr(storage, "header", None)
-    if callable(header):
-        header = header()
-    to_wire = getattr(header, "to_wire", None)
-    if callable(to_wire):
-        return to_wire()  # type: ignore[no-any-return]
-    if isinstance(header, Mapping):
-        return dict(header)
-    metadata = getattr(source, "metadata", None)
-    if metadata is not None:
-        return metadata_to_wire(metadata)
-    return None
+def _header_of(source: object, storage: Storage) -> JsonValue:
+    if isinstance(storage, SupportsExport):
+        return storage.export_header()
+    if source is storage:
+        return None
+    return metadata_to_wire(source.metadata)  # type: ignore[attr-defined]
 
 
-def _is_legacy_v3(storage: object) -> bool:
-    flag = getattr(storage, "is_legacy_v3", False)
-    return bool(flag() if callable(flag) else flag)
+def _is_legacy_v3(storage: Storage) -> bool:
+    return isinstance(storage, SupportsExport) and storage.is_legacy_v3()
 
 
 def _context(path: list[Any]) -> JsonValue:
@@ -166,9 +161,8 @@ def dump_session(
     """The canonical dump of a :class:`~sessiontree.contracts.Session` or a bare
     :class:`~sessiontree.contracts.Storage`.
 
-    ``header`` defaults to the storage's ``header`` (a mapping, or an object with ``to_wire()``) or the
-    session metadata; ``legacy_v3`` to the
-    storage's ``is_legacy_v3()`` (``False`` when it has none).
+    ``header`` defaults to the header a :class:`~sessiontree.contracts.SupportsExport` storage exports,
+    else the session metadata; ``legacy_v3`` to that storage's ``is_legacy_v3()`` (``False`` otherwise).
     """
     storage = _storage_of(source)
     inventory = inventory or DumpInventory()

@@ -35,14 +35,17 @@ __all__ = [
     "PROJECT_NAME",
     "BackendFactory",
     "BackendSpec",
+    "CommandSpec",
     "FileSystemFactory",
     "FileSystemSpec",
     "RegisterBackend",
+    "RegisterCommand",
     "RegisterEntryProjector",
     "RegisterFileSystem",
     "hookimpl",
     "hookspec",
     "register_backends",
+    "register_commands",
     "register_entry_projectors",
     "register_filesystems",
     "resolve_filesystem",
@@ -117,9 +120,22 @@ class FileSystemSpec:
     """One line for listings."""
 
 
+@attrs.frozen(kw_only=True)
+class CommandSpec:
+    """One ``sessiontree`` subcommand offered by a plugin (the JSONL plugin's ``import-pi``)."""
+
+    name: str = attrs.field(validator=_check_name)
+    """The subcommand: ``sessiontree <name> ...``."""
+    command: str = attrs.field(validator=attrs.validators.matches_re(_FACTORY_PATH))
+    """``"module:attr"`` naming a :class:`sessiontree.cli.Command`, imported only when the subcommand runs."""
+    help: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """One line for ``sessiontree --help`` (shown without importing the command)."""
+
+
 RegisterBackend = Callable[[BackendSpec], None]
 RegisterFileSystem = Callable[[FileSystemSpec], None]
 RegisterEntryProjector = Callable[[str, "EntryProjector | str"], None]
+RegisterCommand = Callable[[CommandSpec], None]
 
 
 # --- Registration hooks ---------------------------------------------------------------------------
@@ -145,6 +161,16 @@ def register_filesystems(register: RegisterFileSystem) -> None:
     protocol registered by two plugins is a :class:`~sessiontree.errors.BackendConflictError`.
 
     :param register: the registration callable supplied by the core.
+    """
+
+
+@hookspec
+def register_commands(register: RegisterCommand) -> None:
+    """Register ``sessiontree`` subcommands: call ``register(CommandSpec(name=..., command="module:attr",
+    help=...))``. The command module is imported only when its subcommand runs (or shows its own
+    ``--help``). A name the core already uses, or one registered by two plugins, is left out.
+
+    :param register: call it once per command with a :class:`CommandSpec`.
     """
 
 

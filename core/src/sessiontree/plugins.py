@@ -23,9 +23,9 @@ import platformdirs
 import pluggy
 
 from . import hookspecs
-from .contracts import Backend, SessionRepo
+from .contracts import Backend, DescribesComponents, SessionRepo, capabilities_of
 from .errors import BackendConflictError, BackendNotFoundError, PluginError, PluginLoadError
-from .hookspecs import BackendSpec, FileSystemSpec, hookimpl
+from .hookspecs import BackendSpec, CommandSpec, FileSystemSpec, hookimpl
 from .urls import local_path_url, parse_url
 
 if TYPE_CHECKING:
@@ -173,6 +173,7 @@ class _Contribution:
     backends: dict[str, BackendSpec] = attrs.field(factory=dict)
     filesystems: dict[str, FileSystemSpec] = attrs.field(factory=dict)
     projectors: dict[str, EntryProjector | str] = attrs.field(factory=dict)
+    commands: dict[str, CommandSpec] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -182,6 +183,7 @@ class _Catalog:
     backends: dict[str, _Claim[BackendSpec]] = attrs.field(factory=dict)
     filesystems: dict[str, _Claim[FileSystemSpec]] = attrs.field(factory=dict)
     projectors: dict[str, _Claim[EntryProjector | str]] = attrs.field(factory=dict)
+    commands: dict[str, _Claim[CommandSpec]] = attrs.field(factory=dict)
     conflicts: dict[tuple[str, str], list[_Claim[Any]]] = attrs.field(factory=dict)
     """``(kind, name)`` → every claim of a name registered by more than one plugin."""
     failures: dict[str, _Failure] = attrs.field(factory=dict)
@@ -394,6 +396,7 @@ class Registry:
             _claim_all(catalog, "backend", catalog.backends, contribution.backends, record)
             _claim_all(catalog, "filesystem", catalog.filesystems, contribution.filesystems, record)
             _claim_all(catalog, "entry projector", catalog.projectors, contribution.projectors, record)
+            _claim_all(catalog, "command", catalog.commands, contribution.commands, record)
         return catalog
 
     def _contribution_of(self, plugin_name: str) -> _Contribution:
@@ -420,7 +423,12 @@ class Registry:
                 )
             _add(contribution.projectors, "entry projector", projector, custom_type)
 
+        def register_command(spec: CommandSpec) -> None:
+            spec = _expect(spec, CommandSpec)
+            _add(contribution.commands, "command", spec, spec.name)
+
         callbacks: dict[str, Callable[..., None]] = {
+            "register_commands": register_command,
             "register_backends": register_backend,
             "register_filesystems": register_filesystem,
             "register_entry_projectors": register_projector,
@@ -445,6 +453,18 @@ class Registry:
         """The usable backends, by name (conflicting names are left out; see :meth:`describe`)."""
         catalog = self._current_catalog()
         return [catalog.backends[name].value for name in sorted(catalog.backends)]
+
+    def backend_operations(self, name: str) -> list[str] | None:
+        """The optional capabilities (``sessiontree.contracts.Supports*``) backend ``name`` offers, by
+        name; ``None`` when its factory is not a class that names its components
+        (:class:`~sessiontree.contracts.DescribesComponents`). Imports the factory."""
+        return self._operations(self._backend_claim(name))
+
+    def _operations(self, claim: _Claim[BackendSpec]) -> list[str] | None:
+        factory = self._import(claim.value.factory, f"backend {claim.value.name!r}", claim.plugin)
+        if not (isinstance(factory, type) and issubclass(factory, DescribesComponents)):
+            return None
+        return capabilities_of(factory, *factory.component_types())
 
     def backend_spec(self, name: str) -> BackendSpec:
         """The spec registered under ``name``; raises like :meth:`backend` when there is none."""
@@ -570,6 +590,26 @@ class Registry:
         filesystem: FileSystem = factory(url=url, **options)
         return filesystem
 
+    def commands(self) -> list[CommandSpec]:
+        """The subcommands plugins registered, by name (names claimed twice are left out)."""
+        catalog = self._current_catalog()
+        return [catalog.commands[name].value for name in sorted(catalog.commands)]
+
+    def command(self, name: str) -> Any:
+        """The :class:`sessiontree.cli.Command` a plugin registered as ``name`` (imports its module)."""
+        claim = self._current_catalog().commands.get(name)
+        if claim is None:
+            raise PluginError(f"No plugin registered the sessiontree command {name!r}")
+        target = claim.value.command
+        try:
+            return _import_object(target)
+        except Exception as exc:
+            raise PluginLoadError(
+                claim.plugin.name,
+                f"The command {name!r} of the {claim.plugin.origin()} cannot be imported from {target!r}: "
+                f"{type(exc).__name__}: {exc}",
+            ) from exc
+
     def entry_projectors(self) -> dict[str, EntryProjector]:
         """Custom type → projector, for context building. A custom type claimed twice raises."""
         catalog = self._current_catalog()
@@ -627,11 +667,22 @@ class Registry:
         """A JSON-ready listing of backends, filesystems, projectors and plugins (with load errors).
 
         ``include_all`` adds the project's backends that are not installed, plugins left out by the
-        allowlist, and the core's own plugin.
+        allowlist, and the core's own plugin. A backend whose factory names its components
+        (:class:`~sessiontree.contracts.DescribesComponents`) also lists its ``operations``: the optional
+        capabilities it offers; a factory that cannot be imported is reported in its ``error``.
         """
         catalog = self._current_catalog()
         backends: list[dict[str, Any]] = []
-        backends.extend(_backend_entry(claim, None) for claim in catalog.backends.values())
+        for claim in catalog.backends.values():
+            entry = _backend_entry(claim, None)
+            try:
+                operations = self._operations(claim)
+            except PluginLoadError as error:
+                entry["error"] = str(error)
+            else:
+                if operations is not None:
+                    entry["operations"] = operations
+            backends.append(entry)
         for (kind, name), claims in catalog.conflicts.items():
             if kind == "backend":
                 message = _conflict_message(kind, name, claims)

@@ -4,37 +4,71 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from rich.table import Table
 from rich.text import Text
 
 from ..cli import Command, register_command
-from ..plugins import open_repo
+from ..contracts import SupportsCheck
+from ..errors import BackendNotFoundError
+from ..plugins import open_backend
 from ..urls import parse_url
 from .common import UsageError, add_examples, is_url, print_json, repository_url, stdout_console
-from .health import CheckReport, check_path, check_repository
+from .health import CheckReport, Finding, check_path, check_repository
 
 __all__ = ["run_check"]
 
 
 def run_check(target: str | None, *, repair: bool, min_temp_age: float) -> CheckReport:
-    """Check ``target``: a ``jsonl`` URL, a directory or a file is checked file by file; any other URL
-    through its backend; nothing means the default repository."""
+    """Check ``target``: a directory or a file, or a local URL of a backend that can check its files
+    (:class:`~sessiontree.contracts.SupportsCheck`), is checked file by file; any other URL through its
+    repository; nothing means the default repository."""
     if target is not None and not is_url(target):
         if not os.path.exists(target):
             raise UsageError(f"No such file or directory: {target}")
         return check_path(target, repair=repair, min_temp_age=min_temp_age)
     url = repository_url(target)
     parsed = parse_url(url)
-    if parsed.backend == "jsonl" and parsed.filesystem is None and parsed.path is not None:
+    backend = open_backend(url)
+    if isinstance(backend, SupportsCheck) and parsed.filesystem is None and parsed.path is not None:
         if not os.path.exists(parsed.path):
             return CheckReport(checked=0, findings=())
-        return check_path(parsed.path, repair=repair, min_temp_age=min_temp_age)
-    with open_repo(url) as repo:
+        return backend.check(parsed.path, repair=repair, min_temp_age=min_temp_age)
+    with backend.open_repo() as repo:
         return check_repository(repo)
 
 
+def _finding_message(finding: Finding) -> str:
+    message = finding.message
+    if finding.cause:
+        message += " (cause: " + "; ".join(finding.cause) + ")"
+    if finding.repaired:
+        message += f" [repaired: {finding.repaired}]"
+    return message
+
+
+def _print_lines(report: CheckReport) -> None:
+    """One ``path:line: kind: message`` line per finding, never wrapped (when stdout is a pipe or file:
+    ``sessiontree check DIR | grep ...``)."""
+    for finding in report.findings:
+        where = finding.path or finding.session or ""
+        if finding.line is not None:
+            where += f":{finding.line}"
+        message = " ".join(_finding_message(finding).splitlines())
+        sys.stdout.write(f"{where}: {finding.kind}: {message}\n")
+
+
 def _print_report(report: CheckReport) -> None:
+    errors = sum(1 for f in report.findings if f.open)
+    warnings = sum(1 for f in report.findings if f.severity == "warning")
+    repaired = sum(1 for f in report.findings if f.repaired)
+    verdict = "all well" if report.ok else f"{errors} problem{'s' if errors != 1 else ''} left"
+    summary = f"{report.checked} checked: {verdict}; {warnings} warnings; {repaired} repaired"
+    if not sys.stdout.isatty():
+        _print_lines(report)
+        sys.stdout.write(summary + "\n")
+        return
     console = stdout_console()
     if report.findings:
         table = Table(show_lines=False)
@@ -44,28 +78,14 @@ def _print_report(report: CheckReport) -> None:
         table.add_column("message", overflow="fold")
         for finding in report.findings:
             style = "yellow" if finding.severity == "warning" else ("green" if finding.repaired else "red")
-            message = finding.message
-            if finding.cause:
-                message += " (cause: " + "; ".join(finding.cause) + ")"
-            if finding.repaired:
-                message += f" [repaired: {finding.repaired}]"
             table.add_row(
                 Text(finding.path or finding.session or ""),
                 Text("" if finding.line is None else str(finding.line)),
                 Text(finding.kind, style=style),
-                Text(message),
+                Text(_finding_message(finding)),
             )
         console.print(table)
-    errors = sum(1 for f in report.findings if f.open)
-    warnings = sum(1 for f in report.findings if f.severity == "warning")
-    repaired = sum(1 for f in report.findings if f.repaired)
-    verdict = "all well" if report.ok else f"{errors} problem{'s' if errors != 1 else ''} left"
-    console.print(
-        Text(
-            f"{report.checked} checked: {verdict}; {warnings} warnings; {repaired} repaired",
-            style="bold green" if report.ok else "bold red",
-        )
-    )
+    console.print(Text(summary, style="bold green" if report.ok else "bold red"))
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +115,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    report = run_check(args.target, repair=args.repair, min_temp_age=args.min_temp_age)
+    try:
+        report = run_check(args.target, repair=args.repair, min_temp_age=args.min_temp_age)
+    except BackendNotFoundError as error:
+        # Not a finding: the backend that reads this target is not installed (the message says which
+        # distribution to install).
+        sys.stderr.write(f"sessiontree check: error: {error}\n")
+        return 2
     if args.json:
         print_json(report.to_json())
     else:

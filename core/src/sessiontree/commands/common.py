@@ -17,8 +17,8 @@ from typing import Any
 
 from rich.console import Console
 
-from ..contracts import Session, SessionRepo, Storage
-from ..dump import DumpInventory, format_dump, jsonl_inventory
+from ..contracts import Session, SessionRepo, Storage, SupportsInventory, SupportsOpenPath
+from ..dump import DumpInventory, format_dump
 from ..errors import SessionTreeError
 from ..model import SessionMetadata
 from ..plugins import URL_ENV, default_url, open_repo
@@ -37,7 +37,6 @@ __all__ = [
     "open_target_session",
     "print_json",
     "repository_url",
-    "session_file_text",
     "short_id",
     "shorten",
     "stderr_console",
@@ -159,12 +158,11 @@ def open_target_session(
             raise UsageError("--session applies to repositories; a session file names its session itself")
         repo = open_repo(local_path_url("jsonl", os.path.dirname(os.path.abspath(target))))
         try:
-            open_file = getattr(repo, "open_file", None)
-            if open_file is None:
+            if not isinstance(repo, SupportsOpenPath):
                 raise UsageError(
                     f"The jsonl backend ({type(repo).__name__}) cannot open a session file by path"
                 )
-            session = open_file(target)
+            session = repo.open_file(target)
             try:
                 yield session, repo
             finally:
@@ -189,39 +187,17 @@ def open_target_session(
         repo.close()
 
 
-def storage_of(session: object) -> Storage:
-    """The Storage behind a session handle.
-
-    Core's sessions expose ``storage``; the memory backend's handles keep the core session they wrap in
-    ``_session`` (no public accessor yet), so that is looked up as a fallback.
-    """
-    storage = getattr(session, "storage", None)
-    if storage is None:
-        inner = getattr(session, "_session", None)
-        storage = getattr(inner, "storage", None)
-    if storage is None:
-        raise UsageError(f"Cannot read the storage of {type(session).__name__}: it exposes none")
-    return storage  # type: ignore[no-any-return]
+def storage_of(session: Session) -> Storage:
+    """The Storage behind a session handle (:attr:`Session.storage <sessiontree.contracts.Session.storage>`)."""
+    return session.storage
 
 
-def session_file_text(session: object) -> str | None:
-    """The text of the session's JSONL file (``None`` when it is not a JSONL file)."""
-    metadata = getattr(session, "metadata", None)
-    path = getattr(metadata, "path", None)
-    if not isinstance(path, str) or not path.endswith(".jsonl") or not os.path.isfile(path):
-        return None
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
-
-
-def inventory_of(session: object) -> DumpInventory:
-    """The value namespaces and list addresses the session's storage can tell about (from its file)."""
-    text = session_file_text(session)
-    if text is not None:
-        return jsonl_inventory(text)
-    inventory = getattr(storage_of(session), "dump_inventory", None)
-    if callable(inventory):
-        return inventory()  # type: ignore[no-any-return]
+def inventory_of(session: Session) -> DumpInventory:
+    """The value namespaces and list addresses the session's storage can tell about
+    (:class:`~sessiontree.contracts.SupportsInventory`), else none."""
+    storage = storage_of(session)
+    if isinstance(storage, SupportsInventory):
+        return storage.dump_inventory()
     return DumpInventory()
 
 

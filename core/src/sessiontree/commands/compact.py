@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..cli import Command, register_command
-from ..contracts import SessionRepo
+from ..contracts import SessionRepo, SupportsCompact
 from ..errors import SessionTreeError, UnsupportedOperationError
 from ..model import SessionMetadata
 from ..plugins import open_repo
@@ -53,10 +53,10 @@ class CompactOutcome:
 def _compact_one(repo: SessionRepo, metadata: SessionMetadata) -> CompactOutcome:
     try:
         with repo.open(metadata) as session:
-            compact = getattr(storage_of(session), "compact", None)
-            if not callable(compact):
+            storage = storage_of(session)
+            if not isinstance(storage, SupportsCompact):
                 return CompactOutcome(id=metadata.id, skipped="this backend's storage cannot compact")
-            report = compact()
+            report = storage.compact()
     except UnsupportedOperationError as error:
         return CompactOutcome(id=metadata.id, skipped=str(error))
     except (SessionTreeError, OSError, ValueError) as error:
@@ -65,7 +65,7 @@ def _compact_one(repo: SessionRepo, metadata: SessionMetadata) -> CompactOutcome
         id=metadata.id,
         bytes_before=report.bytes_before,
         bytes_after=report.bytes_after,
-        writes_dropped=getattr(report, "writes_dropped", None),
+        writes_dropped=report.writes_dropped,
     )
 
 

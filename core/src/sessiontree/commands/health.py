@@ -1,295 +1,42 @@
-"""What ``sessiontree check`` looks for, and the repairs it may make.
-
-For session files (a JSONL repository, a flat folder of files or one file) every ``*.jsonl`` file is
-opened as pi would open it, and reports:
-
-* **corrupt** files: pi's message (``Invalid JSONL storage <path>: line <n>``, ``... invalid header``),
-  the line and the cause chain; **v3-unimportable** files with the v3 importer's message;
-* **pi-incompatible** v3 files that sessiontree imports (its extended importer) but pi 0.87.1 refuses,
-  with pi's message;
-* **torn-tail**: bytes after the last complete line (a writer died mid-append). Repair cuts them, under
-  the session's writer lock, for format-4 files (pi does the same at open); a v3 file's tail is only
-  reported (pi ignores it and never rewrites v3 files);
-* **dangling-tip** (a branch tip naming a missing entry, an error: the branch cannot be read) and
-  **dangling-label** (a label on a missing entry, a warning: pi does not validate label targets);
-  neither is repaired, because which entry was meant cannot be known;
-* **stale-temp**: staging files of interrupted publishes (``<file>.jsonl.tmp``,
-  ``<file>.jsonl.<16 hex>.tmp``); repair removes those older than ``min_temp_age`` seconds.
-
-Any other repository is checked through its backend: every listed session is opened, and tips and
-labels are checked as above.
+"""What ``sessiontree check`` does: session files are checked by the backend that owns them (its
+:class:`~sessiontree.contracts.SupportsCheck`: the JSONL backend reports corrupt files, torn tails,
+v3 files pi cannot import and stale staging files); any other repository is checked through its
+contract: every listed session is opened, and its branch tips and labels are checked
+(:func:`sessiontree.findings.check_references`).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import time
-from collections.abc import Iterator
-from typing import Literal
 
-import attrs
+from ..contracts import SessionRepo, SupportsCheck
+from ..errors import SessionTreeError
+from ..findings import CheckReport, Finding, check_references, error_causes
+from ..plugins import open_backend
+from ..urls import local_path_url
+from .common import UsageError, storage_of
 
-from ..contracts import SessionRepo, Storage
-from ..errors import SessionTreeError, StorageFormatError
-from ..values import branch_tip_inventory_prefix, value
-from .common import storage_of
+__all__ = ["CheckReport", "Finding", "check_path", "check_repository", "check_with_backend"]
 
-__all__ = ["CheckReport", "Finding", "check_path", "check_repository", "is_temp_file"]
-
-Severity = Literal["error", "warning"]
-_TEMP_FILE = re.compile(r".*\.jsonl(\.[0-9a-f]{16})?\.tmp\Z")
+FILE_BACKEND = "jsonl"
+"""The backend a bare path (not a URL) names: pi's session files."""
 
 
-@attrs.frozen(kw_only=True)
-class Finding:
-    """One problem found (and, with ``repaired``, what was done about it)."""
-
-    kind: str
-    severity: Severity
-    message: str
-    path: str | None = None
-    session: str | None = None
-    line: int | None = None
-    cause: tuple[str, ...] = ()
-    repaired: str | None = None
-
-    @property
-    def open(self) -> bool:
-        """True for an error that is still there."""
-        return self.severity == "error" and self.repaired is None
-
-    def to_json(self) -> dict[str, object]:
-        row: dict[str, object] = {"kind": self.kind, "severity": self.severity, "message": self.message}
-        for key, item in (("path", self.path), ("session", self.session), ("line", self.line)):
-            if item is not None:
-                row[key] = item
-        row["cause"] = list(self.cause)
-        if self.repaired is not None:
-            row["repaired"] = self.repaired
-        return row
-
-
-@attrs.frozen(kw_only=True)
-class CheckReport:
-    """What a check looked at and found."""
-
-    checked: int
-    """Files (or sessions, for non-file repositories) checked."""
-    findings: tuple[Finding, ...]
-
-    @property
-    def ok(self) -> bool:
-        """True when no error is left (warnings and repaired problems do not count)."""
-        return not any(finding.open for finding in self.findings)
-
-    def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "checked": self.checked, "findings": [f.to_json() for f in self.findings]}
-
-
-def is_temp_file(name: str) -> bool:
-    """True for the staging file name of a JSONL publish."""
-    return _TEMP_FILE.fullmatch(name) is not None
-
-
-def _causes(error: BaseException) -> tuple[str, ...]:
-    causes: list[str] = []
-    current = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
-    while current is not None and len(causes) < 10:
-        if str(current):
-            causes.append(str(current))
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
-    return tuple(causes)
-
-
-def _files(target: str) -> tuple[list[str], list[str]]:
-    """The session files and staging files at ``target`` (a file, or a directory searched recursively)."""
-    if os.path.isfile(target):
-        return [target], []
-    sessions: list[str] = []
-    temps: list[str] = []
-    for directory, subdirectories, names in os.walk(target):
-        subdirectories.sort()
-        for name in sorted(names):
-            path = os.path.normpath(os.path.join(directory, name))
-            if name.endswith(".jsonl"):
-                sessions.append(path)
-            elif is_temp_file(name):
-                temps.append(path)
-    return sessions, temps
+def check_with_backend(url: str, target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
+    """Check ``target`` (a path) with the backend ``url`` selects; it must offer
+    :class:`~sessiontree.contracts.SupportsCheck`."""
+    backend = open_backend(url)
+    if not isinstance(backend, SupportsCheck):
+        raise UsageError(f"The {backend.name} backend cannot check stored files ({url})")
+    return backend.check(target, repair=repair, min_temp_age=min_temp_age)
 
 
 def check_path(target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
     """Check the session files at ``target``: a session file, or a directory of them (pi's layout or
     flat). Paths in findings are spelled as reached from ``target``, as pi prints the path it was given."""
-    sessions, temps = _files(target)
-    findings: list[Finding] = []
-    for path in sessions:
-        findings.extend(_check_file(path, repair=repair))
-    for path in temps:
-        findings.append(_stale_temp(path, repair=repair, min_temp_age=min_temp_age))
-    return CheckReport(checked=len(sessions), findings=tuple(findings))
-
-
-def _check_file(path: str, *, repair: bool) -> Iterator[Finding]:
-    from sessiontree_jsonl import JsonlStorage
-    from sessiontree_jsonl.legacy_v3 import LegacyV3Error, LegacyV3Options
-
-    try:
-        storage = JsonlStorage.open(path)
-    except LegacyV3Error as error:
-        yield Finding(
-            kind="v3-unimportable",
-            severity="error",
-            message=str(error),
-            path=path,
-            line=error.line,
-            cause=_causes(error),
-        )
-        return
-    except StorageFormatError as error:
-        yield Finding(
-            kind="corrupt",
-            severity="error",
-            message=str(error),
-            path=path,
-            line=error.line,
-            cause=_causes(error),
-        )
-        return
-    except (SessionTreeError, OSError) as error:
-        yield Finding(
-            kind="unreadable", severity="error", message=str(error), path=path, cause=_causes(error)
-        )
-        return
-    with storage:
-        legacy = storage.is_legacy_v3()
-        session_id = storage.header.id
-        yield from _check_references(storage, path=path, session=session_id)
-    if legacy:
-        try:
-            JsonlStorage.open(path, legacy_options=LegacyV3Options(compatibility="pi")).close()
-        except StorageFormatError as error:  # LegacyV3Error, or a v1/v2 header pi does not import
-            yield Finding(
-                kind="pi-incompatible",
-                severity="error",
-                message=str(error),
-                path=path,
-                session=session_id,
-                line=error.line,
-                cause=(
-                    *_causes(error),
-                    "pi 0.87.1 cannot import this pi CLI file; sessiontree's extended importer can",
-                ),
-            )
-    torn = _torn_tail(path)
-    if torn is not None:
-        yield _torn_finding(path, session_id, torn, legacy=legacy, repair=repair)
-
-
-def _check_references(storage: Storage, *, path: str | None, session: str) -> Iterator[Finding]:
-    tips = storage.scan_values(branch_tip_inventory_prefix())
-    labels = storage.scan_values(value("pi.entry.label", ""))
-    targets = [t.value for t in tips if isinstance(t.value, str)] + [label.address.key for label in labels]
-    present = storage.get_entries(targets)
-    for tip in tips:
-        name, target = tip.address.key, tip.value
-        if target is None:
-            continue
-        if not isinstance(target, str):
-            yield Finding(
-                kind="dangling-tip",
-                severity="error",
-                path=path,
-                session=session,
-                message=f"Branch {name!r} has a tip that is not an entry id: {target!r}",
-            )
-        elif target not in present:
-            yield Finding(
-                kind="dangling-tip",
-                severity="error",
-                path=path,
-                session=session,
-                message=f"Branch {name!r} points at a missing entry: {target} (not repaired: which entry was "
-                "meant cannot be known)",
-            )
-    for label in labels:
-        if label.address.key not in present:
-            yield Finding(
-                kind="dangling-label",
-                severity="warning",
-                path=path,
-                session=session,
-                message=f"Label {label.value!r} is on a missing entry: {label.address.key}",
-            )
-
-
-def _torn_tail(path: str) -> tuple[int, int, int] | None:
-    """``(size, end of the last complete line, number of that line)`` when bytes follow the last LF."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if not data or data.endswith(b"\n"):
-        return None
-    cut = data.rfind(b"\n") + 1
-    return len(data), cut, data.count(b"\n", 0, cut)
-
-
-def _torn_finding(
-    path: str, session: str, torn: tuple[int, int, int], *, legacy: bool, repair: bool
-) -> Finding:
-    size, cut, lines = torn
-    message = f"Torn final line: {size - cut} bytes after line {lines} (a write that never finished)"
-    if legacy:
-        return Finding(
-            kind="torn-tail",
-            severity="warning",
-            path=path,
-            session=session,
-            line=lines + 1,
-            message=message + "; pi ignores it in a v3 file (sessiontree, like the pi CLI, reads it when it "
-            "parses), and it is left in place",
-        )
-    repaired = _cut_torn_tail(path, size, cut) if repair else None
-    return Finding(
-        kind="torn-tail",
-        severity="error",
-        path=path,
-        session=session,
-        line=lines + 1,
-        message=message + ("" if repair else "; --repair cuts it (what pi does when it opens the file)"),
-        repaired=repaired,
-    )
-
-
-def _cut_torn_tail(path: str, size: int, cut: int) -> str | None:
-    from sessiontree.fs import LocalFileSystem
-    from sessiontree_jsonl.locking import locked_session_file
-
-    fs = LocalFileSystem()
-    with locked_session_file(fs, fs.absolute(path), display_path=path) as writer:
-        if writer.size() != size or cut == 0:
-            return None  # someone wrote in the meantime (or there is no complete line): leave it
-        writer.truncate(cut)
-    return f"cut the {size - cut} torn bytes under the writer lock"
-
-
-def _stale_temp(path: str, *, repair: bool, min_temp_age: float) -> Finding:
-    age = time.time() - os.stat(path).st_mtime
-    message = f"Staging file of an interrupted publish ({age:.0f} s old)"
-    if not repair:
-        return Finding(
-            kind="stale-temp", severity="error", path=path, message=message + "; --repair removes it"
-        )
-    if age < min_temp_age:
-        return Finding(
-            kind="stale-temp",
-            severity="warning",
-            path=path,
-            message=message
-            + f"; left alone: younger than {min_temp_age:g} s, a publish may still be writing it",
-        )
-    os.remove(path)
-    return Finding(kind="stale-temp", severity="error", path=path, message=message, repaired="removed it")
+    directory = target if os.path.isdir(target) else os.path.dirname(os.path.abspath(target))
+    url = local_path_url(FILE_BACKEND, directory)
+    return check_with_backend(url, target, repair=repair, min_temp_age=min_temp_age)
 
 
 def check_repository(repo: SessionRepo) -> CheckReport:
@@ -301,7 +48,7 @@ def check_repository(repo: SessionRepo) -> CheckReport:
         try:
             with repo.open(metadata) as session:
                 findings.extend(
-                    _check_references(storage_of(session), path=metadata.path, session=metadata.id)
+                    check_references(storage_of(session), path=metadata.path, session=metadata.id)
                 )
         except (SessionTreeError, OSError, ValueError) as error:
             findings.append(
@@ -312,7 +59,7 @@ def check_repository(repo: SessionRepo) -> CheckReport:
                     path=metadata.path,
                     session=metadata.id,
                     line=getattr(error, "line", None),
-                    cause=_causes(error),
+                    cause=error_causes(error),
                 )
             )
     return CheckReport(checked=len(sessions), findings=tuple(findings))

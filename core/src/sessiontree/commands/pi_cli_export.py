@@ -292,9 +292,7 @@ def _report_unrepresentable(writer: _Writer, inventory: DumpInventory) -> None:
     lists = sorted(inventory.list_addresses)
     if lists:
         writer.omitted.append(f"lists {', '.join(f'{ns}/{key}' for ns, key in lists)}")
-    storage = getattr(session, "storage", None)
-    scan_usage = getattr(storage, "scan_usage", None)
-    rows = scan_usage() if callable(scan_usage) else []
+    rows = session.storage.scan_usage()
     if rows:
         writer.omitted.append(f"{len(rows)} usage ledger row(s) (the CLI keeps usage only on messages and usage records)")
 

@@ -3,7 +3,8 @@ and usage (what ``sessiontree copy`` and ``sessiontree import-pi`` do).
 
 A copy reads a :class:`SessionSnapshot` of the source, the session's committed writes in seq order:
 
-* a **format-4 JSONL file** gives its whole history, line by line, as it was committed (superseded values,
+* a storage that exports its history (:class:`~sessiontree.contracts.SupportsExport`: a **format-4
+  JSONL file**) gives it whole, transaction by transaction as it was committed (superseded values,
   deletes and emptied lists included), so a JSONL copy holds the same lines;
 * a **legacy v3 file** gives what the importer materializes, plus one adjustment usage row holding the
   imported usage (``details: {"source": "v3-import"}``), as pi's own upgrade to format 4 writes it;
@@ -13,9 +14,9 @@ A copy reads a :class:`SessionSnapshot` of the source, the session's committed w
 
 and restores it at the destination:
 
-* through the repository's ``restore_committed`` when it has one (the seam a backend can offer);
-* into a **JSONL repository** by publishing the session file directly (header kept, one line per source
-  transaction), in pi's layout, atomically and create-only;
+* through the repository's ``restore_committed`` when it is a
+  :class:`~sessiontree.contracts.SupportsRestore` (the JSONL repository publishes the session file
+  directly: header kept, one line per source transaction, in pi's layout, atomically and create-only);
 * into **any other repository** through ``create`` and ordinary commits, one per source transaction, with
   no-op writes filling seq gaps so every write keeps its seq. Entry timestamps are the commit clock's:
   they are preserved when the destination runs on a :class:`ReplayClock` (``open_repo(url,
@@ -29,21 +30,29 @@ dumps (:mod:`sessiontree.dump`) of source and destination over the same inventor
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from .. import jsjson
-from ..contracts import Session, SessionMutation, SessionRepo, Storage
+from ..contracts import (
+    Session,
+    SessionMutation,
+    SessionRepo,
+    Storage,
+    SupportsExport,
+    SupportsInventory,
+    SupportsRestore,
+    SupportsScan,
+)
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
 from ..expectations import json_equal
 from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
 from ..queries import EntryScan, ListReadOptions
 from ..values import list_, value
-from ..wire import decode_transaction, usage_row_to_wire
+from ..wire import usage_row_to_wire
 from ..writes import EntryWrite, ListAppend, UsageWrite, ValueDelete, ValueSet, Write
 from .common import inventory_of, storage_of
 
@@ -116,32 +125,12 @@ class SessionSnapshot:
 # --- reading ---------------------------------------------------------------------------------------
 
 
-def _is_legacy_v3(storage: object) -> bool:
-    flag = getattr(storage, "is_legacy_v3", None)
-    return bool(flag()) if callable(flag) else False
+def _is_legacy_v3(storage: Storage) -> bool:
+    return isinstance(storage, SupportsExport) and storage.is_legacy_v3()
 
 
-def _header_fields(storage: object) -> dict[str, JsonValue] | None:
-    header = getattr(storage, "header", None)
-    to_wire = getattr(header, "to_wire", None)
-    return dict(to_wire()) if callable(to_wire) else None
-
-
-def _file_transactions(path: str) -> list[tuple[Write, ...]]:
-    """The committed transactions of a format-4 file: every complete line after the header."""
-    with open(path, "rb") as f:
-        data = f.read()
-    lines = data.split(b"\n")
-    lines.pop()  # the bytes after the last LF: empty, or a torn tail the storage ignores as well
-    transactions: list[tuple[Write, ...]] = []
-    for number, line in enumerate(lines[1:], start=2):
-        try:
-            writes = decode_transaction(line)
-        except SessionTreeError as error:
-            raise TransferError(f"Cannot copy {path}: line {number}: {error}") from error
-        if writes:
-            transactions.append(tuple(writes))
-    return transactions
+def _header_fields(storage: Storage) -> dict[str, JsonValue] | None:
+    return storage.export_header() if isinstance(storage, SupportsExport) else None
 
 
 def _next_seq(storage: Storage) -> int:
@@ -230,8 +219,11 @@ def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -
             inventory=known,
             adjustment=adjustment,
         )
-    if header is not None and isinstance(path, str) and path.endswith(".jsonl") and os.path.isfile(path):
-        history = _file_transactions(path)
+    if header is not None and isinstance(storage, SupportsExport):
+        try:
+            history = storage.committed_transactions()
+        except SessionTreeError as error:
+            raise TransferError(f"Cannot copy {path}: {error}") from error
         last = max((_seq_of(t[-1]) for t in history), default=0)
         header_next = header.get("nextSeq")
         next_seq = max(last + 1, int(header_next) if isinstance(header_next, (int, float)) else 1)
@@ -245,7 +237,7 @@ def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -
         transactions=tuple((write,) for write in writes),
         next_seq=_next_seq(storage),
         inventory=known,
-        complete=inventory is not None or callable(getattr(storage, "dump_inventory", None)),
+        complete=inventory is not None or isinstance(storage, SupportsInventory),
     )
 
 
@@ -257,49 +249,6 @@ def _seq_of(write: Write) -> int:
 
 
 # --- restoring -------------------------------------------------------------------------------------
-
-
-def _is_jsonl_repo(repo: object) -> bool:
-    try:
-        from sessiontree_jsonl.repo import JsonlSessionRepo
-    except ImportError:
-        return False
-    return isinstance(repo, JsonlSessionRepo)
-
-
-def _restore_jsonl(repo: Any, snapshot: SessionSnapshot) -> SessionMetadata:
-    """Publish the session file of ``snapshot`` in ``repo``'s directory layout (create-only)."""
-    from sessiontree_jsonl.header import JsonlHeader
-    from sessiontree_jsonl.io import publish_atomically
-    from sessiontree_jsonl.naming import session_file_name
-
-    from ..wire import encode_transaction_bytes
-
-    metadata = snapshot.metadata
-    if snapshot.header is not None:
-        header = JsonlHeader.from_fields(snapshot.header)
-    else:
-        cwd = metadata.cwd or repo.default_cwd or os.getcwd()
-        header = JsonlHeader.new(
-            id=metadata.id,
-            created_at=metadata.created_at,
-            cwd=cwd,
-            parent_session_id=metadata.parent_session_id,
-        )
-    last = max((_seq_of(t[-1]) for t in snapshot.transactions), default=0)
-    if snapshot.next_seq > last + 1 and (header.next_seq or 0) < snapshot.next_seq:
-        header = header.with_next_seq(snapshot.next_seq)
-    directory = repo.session_directory(header.cwd)
-    path = repo.fs.join(directory, session_file_name(header.created_at, header.id))
-    repo.fs.mkdirs(directory)
-
-    def lines() -> Iterable[bytes]:
-        yield header.encode()
-        for transaction in snapshot.transactions:
-            yield encode_transaction_bytes(transaction) + b"\n"
-
-    publish_atomically(repo.fs, path, lines(), durability=repo.durability, replace=False)
-    return header.metadata(path=path, modified_at=repo.fs.stat(path).mtime_ms)
 
 
 def _gap_key(snapshot: SessionSnapshot) -> str:
@@ -406,21 +355,17 @@ def restore_snapshot(
 ) -> SessionMetadata:
     """Write ``snapshot`` into ``repo`` as a new session and return its metadata.
 
-    A repository that offers ``restore_committed(*, metadata, header, transactions, next_seq)`` (create
-    a session holding exactly these committed writes, seqs and timestamps kept, create-only) is asked
-    to do it; the JSONL repository gets its file published; any other replays commits.
+    A :class:`~sessiontree.contracts.SupportsRestore` repository (the JSONL one publishes the session
+    file whole) is asked to hold exactly these committed writes, seqs and timestamps kept, create-only;
+    any other gets them replayed as commits.
     """
-    restore = getattr(repo, "restore_committed", None)
-    if callable(restore):
-        restored: SessionMetadata = restore(
+    if isinstance(repo, SupportsRestore):
+        return repo.restore_committed(
             metadata=snapshot.metadata,
             header=snapshot.header,
             transactions=snapshot.transactions,
             next_seq=snapshot.next_seq,
         )
-        return restored
-    if _is_jsonl_repo(repo):
-        return _restore_jsonl(repo, snapshot)
     return _restore_by_commits(repo, snapshot, clock)
 
 
@@ -599,14 +544,12 @@ def copy_sessions(
     """Copy the sessions of ``source`` (all, or those of ``ids``) into ``destination``, one by one; a
     session that fails is reported and the others still go. Unknown ``ids`` raise :class:`TransferError`."""
     unreadable: list[CopyOutcome] = []
-    scan = getattr(source, "scan", None)
-    if callable(scan):
-        # A file repository says which files it could not even list (the JSONL repository's scan).
-        scanned = scan()
-        listed = list(scanned.sessions)
+    if isinstance(source, SupportsScan):
+        # A file repository says which files it could not even list.
+        listed, findings = source.scan_sessions()
         unreadable = [
-            CopyOutcome(id=error.path, status="failed", message=error.message, destination=None)
-            for error in scanned.errors
+            CopyOutcome(id=finding.path, status="failed", message=finding.message, destination=None)
+            for finding in findings
         ]
     else:
         listed = source.list()

@@ -19,6 +19,8 @@ from .naming import session_directory_name, session_file_name
 from .plugin import CAPABILITIES
 
 if TYPE_CHECKING:
+    from sessiontree.findings import CheckReport
+
     from .repo import JsonlSessionRepo
     from .storage import JsonlStorage
 
@@ -130,6 +132,21 @@ class JsonlBackend:
                 f"legacy_options.compatibility={given.compatibility!r}"
             )
         return given or LegacyV3Options(compatibility=compatibility)
+
+    @classmethod
+    def component_types(cls) -> tuple[type, ...]:
+        """The repository and storage classes (for the capability listing of ``sessiontree backends``)."""
+        from .repo import JsonlSessionRepo
+        from .storage import JsonlStorage
+
+        return (JsonlSessionRepo, JsonlStorage)
+
+    def check(self, target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
+        """Check the session files at ``target`` (a file, or a directory searched recursively); see
+        :mod:`.check` for what is reported and repaired."""
+        from .check import check_session_files
+
+        return check_session_files(target, repair=repair, min_temp_age=min_temp_age)
 
     def open_repo(self) -> JsonlSessionRepo:
         """A :class:`~sessiontree_jsonl.JsonlSessionRepo` over the root (created on first write)."""

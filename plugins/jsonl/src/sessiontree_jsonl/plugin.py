@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from sessiontree.contracts import Capabilities
-from sessiontree.hookspecs import BackendSpec, RegisterBackend, RegisterEntryProjector, hookimpl
+from sessiontree.hookspecs import (
+    BackendSpec,
+    CommandSpec,
+    RegisterBackend,
+    RegisterCommand,
+    RegisterEntryProjector,
+    hookimpl,
+)
 
 CAPABILITIES = Capabilities(
     supports_reopen=True,
@@ -13,6 +20,11 @@ CAPABILITIES = Capabilities(
     supports_atomic_replace=True,
 )
 """What the JSONL backend claims: everything (writers lock each commit; publishes are atomic renames)."""
+
+IMPORT_PI_HELP = (
+    "import a pi sessions directory (CLI v1-v3, harness 0.74-0.83 v3, format 4) into a repository "
+    "without modifying it; reports the format of each file"
+)
 
 
 @hookimpl
@@ -32,3 +44,14 @@ def register_backends(register: RegisterBackend) -> None:
 def register_entry_projectors(register: RegisterEntryProjector) -> None:
     # The effect of the pi CLI's context_edit records, which the v3 importer keeps as custom entries.
     register("legacy_v3.context_edit", "sessiontree_jsonl.legacy_v3_context:project_context_edit")
+
+
+@hookimpl
+def register_commands(register: RegisterCommand) -> None:
+    register(
+        CommandSpec(
+            name="import-pi",
+            command="sessiontree_jsonl.import_pi_command:COMMAND",
+            help=IMPORT_PI_HELP,
+        )
+    )

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
@@ -41,10 +41,12 @@ from sessiontree.errors import (
     StorageValidationError,
 )
 from sessiontree.engine import SessionState
+from sessiontree.findings import Finding
 from sessiontree.fs import FileHandle, FileInfo, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
-from sessiontree.model import SessionMetadata
+from sessiontree.model import JsonValue, SessionMetadata
 from sessiontree.session import StorageBackedSession
+from sessiontree.writes import Write
 
 from .confinement import confined_session_path, link_out_of_root
 from .fork import fork_session_file
@@ -52,6 +54,7 @@ from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
 from .legacy_v3 import LegacyV3Options, read_lenient_header, resolve_legacy_parent
 from .naming import SESSION_FILE_EXTENSION, session_directory_name, session_file_name, session_file_suffix
+from .restore import restore_session_file
 from .storage import JsonlStorage
 
 __all__ = ["JsonlSessionRepo", "ListError", "ListResult"]
@@ -430,6 +433,27 @@ class JsonlSessionRepo:
         for error in result.errors:
             logger.warning("Skipping session file %s: %s", error.path, error.message)
         return result.sessions
+
+    def scan_sessions(self) -> tuple[list[SessionMetadata], list[Finding]]:
+        """:meth:`scan` as :class:`sessiontree.contracts.SupportsScan` reports it."""
+        result = self.scan()
+        return result.sessions, [
+            Finding(kind="unreadable", severity="error", path=e.path, message=e.message) for e in result.errors
+        ]
+
+    def restore_committed(
+        self,
+        *,
+        metadata: SessionMetadata,
+        header: Mapping[str, JsonValue] | None,
+        transactions: Sequence[Sequence[Write]],
+        next_seq: int,
+    ) -> SessionMetadata:
+        """Publish a session file holding exactly ``transactions`` (create-only; see :mod:`.restore`)."""
+        self._assert_open()
+        return restore_session_file(
+            self, metadata=metadata, header=header, transactions=transactions, next_seq=next_seq
+        )
 
     def scan(self, *, cwd: str | None = None) -> ListResult:
         """Like :meth:`list`, also returning the files that could not be read.

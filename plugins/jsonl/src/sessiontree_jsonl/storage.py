@@ -32,6 +32,7 @@ import attrs
 
 from sessiontree import jsjson
 from sessiontree.commit_queue import CommitQueue
+from sessiontree.dump import DumpInventory
 from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.expectations import Expectations
 from sessiontree.errors import (
@@ -61,6 +62,7 @@ from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageSca
 from sessiontree.wire import committed_write_to_wire, usage_from_wire
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 
+from .export import file_inventory, file_transactions
 from .header import JsonlHeader
 from .io import Durability, check_durability, io_error, io_errors, publish_atomically, remove_stale_temp_files
 from .legacy_v3 import LegacyV3Error, LegacyV3Header, LegacyV3Options, LegacyV3Source
@@ -294,6 +296,22 @@ class JsonlStorage:
         if version != 3:
             return f"v{1 if version is None else version} (pi CLI, migrated in memory)"
         return "v3 (pi-agent-core 0.74-0.83 harness)" if source.harness_records else "v3 (pi CLI)"
+
+    def dump_inventory(self) -> DumpInventory:
+        """The value namespaces and list addresses the file names (:class:`~sessiontree.contracts.SupportsInventory`)."""
+        return file_inventory(self._fs, self._path)
+
+    def committed_transactions(self) -> list[tuple[Write, ...]]:
+        """Every committed transaction as the file holds it (:class:`~sessiontree.contracts.SupportsExport`)."""
+        if self._legacy is not None:
+            raise UnsupportedOperationError(
+                f"{self._display_path} is a legacy v3 file: it holds no format-4 transactions"
+            )
+        return file_transactions(self._fs, self._path)
+
+    def export_header(self) -> dict[str, JsonValue]:
+        """The header's wire fields (:class:`sessiontree.contracts.SupportsExport`)."""
+        return dict(self._generation.header.to_wire())
 
     def is_legacy_v3(self) -> bool:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""

@@ -40,6 +40,14 @@ class MemoryBackend:
         self.url = url
         self.now = now
 
+    @classmethod
+    def component_types(cls) -> tuple[type, ...]:
+        """The repository and storage classes (for the capability listing of ``sessiontree backends``)."""
+        from .repo import MemorySessionRepo
+        from .storage import MemoryStorage
+
+        return (MemorySessionRepo, MemoryStorage)
+
     def open_repo(self) -> MemorySessionRepo:
         """A new, empty :class:`~sessiontree_memory.MemorySessionRepo`."""
         from .repo import MemorySessionRepo

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from sessiontree.admission import notify_admitted
+from sessiontree.contracts import Storage
 from sessiontree.errors import SessionClosedError
 from sessiontree.model import (
     ABSENT,
@@ -78,6 +79,11 @@ class MemorySessionHandle:
     @property
     def is_open(self) -> bool:
         return self._status == "open"
+
+    @property
+    def storage(self) -> Storage:
+        """The storage of the session this handle admits calls to."""
+        return self._session.storage
 
     @property
     def mutation_line(self) -> Any:

@@ -3,7 +3,8 @@
 The directory is read through the ``jsonl`` backend, which never writes while reading: pi CLI files
 (v3, and v1/v2 migrated in memory), pi-agent-core 0.74–0.83 harness files (v3 with ``leaf`` records) and
 format-4 files are imported in memory (nothing is upgraded in place) and torn tails are left as they are.
-The outcome names, per session, the format its file was read as.
+The outcome names, per session, the format its file was read as. Contributed to the ``sessiontree``
+script by the plugin's ``register_commands`` hook.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..cli import Command, register_command
-from ..contracts import SessionRepo
-from ..urls import local_path_url
-from .common import UsageError, add_examples, is_url, repository_url
-from .copy import add_transfer_options, run_copy
+from sessiontree.cli import Command
+from sessiontree.commands.common import UsageError, add_examples, is_url, repository_url
+from sessiontree.commands.copy import add_transfer_options, run_copy
+from sessiontree.contracts import SessionRepo
+from sessiontree.urls import local_path_url
 
-__all__ = ["DEFAULT_PI_SESSIONS", "pi_sessions_url", "source_formats"]
+from .plugin import IMPORT_PI_HELP
+from .storage import JsonlStorage
+
+__all__ = ["COMMAND", "DEFAULT_PI_SESSIONS", "pi_sessions_url", "source_formats"]
 
 DEFAULT_PI_SESSIONS = os.path.join("~", ".pi", "agent", "sessions")
 """Where pi's coding agent keeps its sessions (``<dir>/--<cwd>--/<file>.jsonl``)."""
@@ -47,8 +51,8 @@ def source_formats(repo: SessionRepo) -> dict[str, str]:
             formats[metadata.id] = f"unreadable: {error}"
             continue
         try:
-            describe = getattr(getattr(session, "storage", None), "source_format", None)
-            formats[metadata.id] = describe() if callable(describe) else "unknown"
+            storage = session.storage
+            formats[metadata.id] = storage.source_format() if isinstance(storage, JsonlStorage) else "unknown"
         finally:
             session.close()
     return formats
@@ -85,12 +89,5 @@ def _run(args: argparse.Namespace) -> int:
     )
 
 
-register_command(
-    Command(
-        name="import-pi",
-        help="import a pi sessions directory (CLI v1-v3, harness 0.74-0.83 v3, format 4) into a repository "
-        "without modifying it; reports the format of each file",
-        configure=_configure,
-        run=_run,
-    )
-)
+COMMAND = Command(name="import-pi", help=IMPORT_PI_HELP, configure=_configure, run=_run)
+"""``sessiontree import-pi`` (registered by :func:`sessiontree_jsonl.plugin.register_commands`)."""
