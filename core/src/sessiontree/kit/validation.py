@@ -17,10 +17,10 @@ Call sites:
 * :meth:`sessiontree.engine.SessionState.prepare_commit` — the memory backend's commit, the JSONL
   backend's append and its legacy-v3 upgrade commit (both under the writer lock);
 * :meth:`sessiontree.engine.SessionState.validate_committed` — JSONL replay of a line the fast path does
-  not prove (``sessiontree_jsonl.replay.Replayer._exact_line``) and the legacy-v3 import
-  (``sessiontree_jsonl.storage``);
+  not prove (the JSONL plugin's ``replay.Replayer._exact_line``) and the legacy-v3 import
+  (the JSONL plugin's ``storage``);
 * :func:`proves_entry_chain` and :func:`proves_structures` — the JSONL replay's fast path, which reads
-  only a line's structure (``sessiontree_jsonl.replay.Replayer._chain_line`` for a chain of entries,
+  only a line's structure (the JSONL plugin's ``replay.Replayer._chain_line`` for a chain of entries,
   ``Replayer._fast_line`` for any other line); what they do not prove goes down the exact path.
 """
 
