@@ -75,19 +75,9 @@ def check_session_files(target: str, *, repair: bool = False, min_temp_age: floa
 def _check_file(path: str, *, repair: bool) -> Iterator[Finding]:
     try:
         storage = JsonlStorage.open(path)
-    except LegacyV3Error as error:
+    except StorageFormatError as error:  # LegacyV3Error is one: a v3 file this reader cannot import
         yield Finding(
-            kind="v3-unimportable",
-            severity="error",
-            message=str(error),
-            path=path,
-            line=error.line,
-            cause=error_causes(error),
-        )
-        return
-    except StorageFormatError as error:
-        yield Finding(
-            kind="corrupt",
+            kind="v3-unimportable" if isinstance(error, LegacyV3Error) else "corrupt",
             severity="error",
             message=str(error),
             path=path,
