@@ -1,11 +1,57 @@
-"""Toolkit for backend authors: the one commit validator and the read interface it needs.
+"""Toolkit for backend authors: the one commit validator and the read interface it needs, a storage
+base over the in-memory engine, and a repository base over a storage factory.
 
 A backend commits by calling :func:`prepare_commit` (preconditions, content checks, stamping and pi's
 validation, reading the state only through :class:`CommitReader`), writing the prepared writes, then
 applying them; a replay of stored writes calls :func:`validate_committed`. See
 :mod:`sessiontree.kit.validation` for every call site.
+
+* :class:`StateStorage` runs that template for a backend that keeps a session's state in memory; the
+  backend fills in only its persistence hooks (:mod:`sessiontree.kit.state_storage`).
+* :class:`KitSessionRepo` turns a storage factory into a full repository whose sessions are
+  :class:`SessionHandle` objects (:mod:`sessiontree.kit.repo`); ``docs/writing-a-backend.md`` shows both.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .validation import CommitReader, PreparedCommit, prepare_commit, proves_entry_chain, validate_committed
 
-__all__ = ["CommitReader", "PreparedCommit", "prepare_commit", "proves_entry_chain", "validate_committed"]
+if TYPE_CHECKING:
+    from .handle import HandleBranch, HandleMutation, SessionHandle
+    from .repo import KitSessionRepo
+    from .state_storage import StateStorage, wall_clock_ms
+
+__all__ = [
+    "CommitReader",
+    "HandleBranch",
+    "HandleMutation",
+    "KitSessionRepo",
+    "PreparedCommit",
+    "SessionHandle",
+    "StateStorage",
+    "prepare_commit",
+    "proves_entry_chain",
+    "validate_committed",
+    "wall_clock_ms",
+]
+
+_LAZY = {
+    "HandleBranch": "handle",
+    "HandleMutation": "handle",
+    "SessionHandle": "handle",
+    "KitSessionRepo": "repo",
+    "StateStorage": "state_storage",
+    "wall_clock_ms": "state_storage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # These import the engine, which imports the validator from this package: loaded on first use.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

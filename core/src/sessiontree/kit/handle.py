@@ -1,4 +1,4 @@
-"""The handle a memory repository returns (pi's ``MemorySessionFacade``).
+"""``SessionHandle``: what a :class:`~sessiontree.kit.KitSessionRepo` returns (pi's ``MemorySessionFacade``).
 
 Every call is *admitted*: refused once the handle is closing, and tracked until it returns, so
 ``close()`` waits for everything admitted before it (held mutations included) and then releases the
@@ -11,10 +11,10 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from sessiontree.admission import notify_admitted
-from sessiontree.contracts import Storage
-from sessiontree.errors import SessionClosedError
-from sessiontree.model import (
+from ..admission import notify_admitted
+from ..contracts import Storage
+from ..errors import SessionClosedError
+from ..model import (
     ABSENT,
     Absent,
     Address,
@@ -25,16 +25,18 @@ from sessiontree.model import (
     SessionStats,
     StoredValue,
 )
-from sessiontree.session import CustomEntryAppend, MessageAppend, StorageBackedSession
-from sessiontree.writes import Write
+from ..session import CustomEntryAppend, MessageAppend, StorageBackedSession
+from ..writes import Write
 
-__all__ = ["MemorySessionHandle"]
+__all__ = ["HandleBranch", "HandleMutation", "SessionHandle"]
 
 T = TypeVar("T")
 
 
-class MemorySessionHandle:
-    """A :class:`sessiontree.contracts.Session` handle over a memory repository's session record."""
+class SessionHandle:
+    """A :class:`sessiontree.contracts.Session` over a :class:`StorageBackedSession` whose close waits
+    for every admitted call, then calls ``on_closed`` instead of closing the storage (the repository
+    keeps it for a later ``open``)."""
 
     def __init__(self, session: StorageBackedSession, *, on_closed: Callable[[], None]) -> None:
         self._session = session
@@ -86,13 +88,18 @@ class MemorySessionHandle:
         return self._session.storage
 
     @property
+    def session(self) -> StorageBackedSession:
+        """The session this handle admits calls to (calls on it bypass the handle's admission)."""
+        return self._session
+
+    @property
     def mutation_line(self) -> Any:
         """The session's mutation line (read-only; tests watch its ``queued`` count)."""
         return self._session.mutation_line
 
     # --- mutations -----------------------------------------------------------------------------
 
-    def begin_mutation(self) -> _HandleMutation:
+    def begin_mutation(self) -> HandleMutation:
         """Acquire the session's write line; :meth:`close` waits until the mutation ends."""
         self._enter()
         try:
@@ -104,7 +111,7 @@ class MemorySessionHandle:
             inner.end()
             self._leave()
             raise SessionClosedError()
-        return _HandleMutation(inner, self._leave)
+        return HandleMutation(inner, self._leave)
 
     def mutate(self, callback: Callable[[Any], T]) -> T:
         """Run ``callback(mutation)`` holding the write line; refused if the handle closed while queued."""
@@ -179,17 +186,17 @@ class MemorySessionHandle:
 
     # --- branches ------------------------------------------------------------------------------
 
-    def branch(self, name: str) -> _HandleBranch | None:
+    def branch(self, name: str) -> HandleBranch | None:
         """A fresh branch wrapper per call (pi's facade does not cache them), or None."""
         found = self._admit(self._session.branch, name)
-        return None if found is None else _HandleBranch(self, found)
+        return None if found is None else HandleBranch(self, found)
 
-    def create_branch(self, name: str, at: str | None) -> _HandleBranch:
-        return _HandleBranch(self, self._admit(self._session.create_branch, name, at))
+    def create_branch(self, name: str, at: str | None) -> HandleBranch:
+        return HandleBranch(self, self._admit(self._session.create_branch, name, at))
 
-    def lane(self, name: str, **configuration: Any) -> _HandleBranch:
+    def lane(self, name: str, **configuration: Any) -> HandleBranch:
         """Configure lane ``name`` (see :meth:`StorageBackedSession.lane`)."""
-        return _HandleBranch(self, self._admit(self._session.lane, name, **configuration))
+        return HandleBranch(self, self._admit(self._session.lane, name, **configuration))
 
     def context(self, branch: Any, **options: Any) -> list[JsonValue]:
         """What the model is sent for ``branch`` (a branch or its name): ``StorageBackedSession.context``."""
@@ -219,15 +226,16 @@ class MemorySessionHandle:
                 if self._cond is not None:
                     self._cond.notify_all()
 
-    def __enter__(self) -> MemorySessionHandle:
+    def __enter__(self) -> SessionHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-class _HandleMutation:
-    """The underlying session mutation; ``end`` also releases the handle's admission."""
+class HandleMutation:
+    """A mutation taken through a handle: the session's mutation (one commit at most, refused after
+    ``end``), whose ``end`` also releases the handle's admission."""
 
     def __init__(self, inner: Any, release: Callable[[], None]) -> None:
         self._inner = inner
@@ -249,17 +257,17 @@ class _HandleMutation:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def __enter__(self) -> _HandleMutation:
+    def __enter__(self) -> HandleMutation:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.end()
 
 
-class _HandleBranch:
-    """A branch whose calls are admitted through the handle."""
+class HandleBranch:
+    """A branch of a :class:`SessionHandle` whose calls are admitted through the handle."""
 
-    def __init__(self, handle: MemorySessionHandle, inner: Any) -> None:
+    def __init__(self, handle: SessionHandle, inner: Any) -> None:
         self._handle = handle
         self._inner = inner
         self.name: str = inner.name

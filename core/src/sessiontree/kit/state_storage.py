@@ -1,0 +1,256 @@
+"""``StateStorage``: the :class:`~sessiontree.contracts.Storage` contract over the in-memory engine.
+
+A backend that keeps a session's whole state in memory (memory, JSONL, an object store) subclasses it
+and fills in only what it persists. Every commit runs the same template, one at a time in admission
+order (:class:`~sessiontree.commit_queue.CommitQueue`):
+
+1. take the timestamp: ``max(now(), previous commit's)``, so commit timestamps never go backwards;
+2. :meth:`StateStorage.write_lock` — hold the backend's writer lock (another process's writes);
+3. :meth:`StateStorage.catch_up` — apply what other writers committed since this storage last read;
+4. :meth:`StateStorage.commit_locked` — the one commit validator
+   (:meth:`~sessiontree.engine.SessionState.prepare_commit`: preconditions, stamping, pi's rules),
+   then :meth:`StateStorage.persist` (raising there leaves nothing applied), then
+   :meth:`StateStorage.apply` with reads held off.
+
+Reads answer from the latest applied commit and never see half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..commit_queue import CommitQueue
+from ..contracts import ForkOptions
+from ..engine import SessionState
+from ..expectations import Expectations
+from ..model import (
+    Absent,
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    JsonValue,
+    ListElement,
+    SessionStats,
+    StoredValue,
+    UsageRow,
+)
+from ..queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from ..writes import Write
+from .validation import PreparedCommit
+
+__all__ = ["StateStorage", "wall_clock_ms"]
+
+T = TypeVar("T")
+S = TypeVar("S", bound="StateStorage")
+
+
+def wall_clock_ms() -> int:
+    """The default storage clock: Unix milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class StateStorage:
+    """A Storage whose session state is a :class:`~sessiontree.engine.SessionState` in memory.
+
+    :param now: the clock (Unix milliseconds) commits are timestamped with.
+    :param state: the state to start from (a fork's); a new empty one by default.
+
+    On its own it is a complete in-memory storage. Subclasses override the hooks (:meth:`write_lock`,
+    :meth:`catch_up`, :meth:`persist`, :meth:`apply`, :meth:`release`) and, when their state object
+    can be replaced (a reload), the :attr:`state` property.
+    """
+
+    def __init__(self, *, now: Callable[[], int] | None = None, state: SessionState | None = None) -> None:
+        self._now = now or wall_clock_ms
+        self._state = state if state is not None else SessionState()
+        self._queue = CommitQueue(f"{type(self).__name__} is closed")
+        self._last_timestamp = 0
+
+    @property
+    def state(self) -> SessionState:
+        """The session state commits validate against and reads answer from."""
+        return self._state
+
+    @property
+    def now(self) -> Callable[[], int]:
+        """The clock this storage timestamps commits with."""
+        return self._now
+
+    # --- hooks ---------------------------------------------------------------------------------
+
+    def write_lock(self) -> contextlib.AbstractContextManager[Any]:
+        """Hold the backend's writer lock for one commit; what it yields is passed to :meth:`catch_up`
+        and :meth:`persist`. The default locks nothing (the commit queue orders this process)."""
+        return _NO_LOCK
+
+    def catch_up(self, lock: Any) -> None:
+        """Apply what other writers committed since this storage last read (under the writer lock,
+        before validation). The default has no other writers."""
+
+    def persist(self, lock: Any, prepared: PreparedCommit) -> Any:
+        """Write a validated commit durably before it is applied; if this raises, nothing is applied.
+        What it returns is passed to :meth:`apply`. The default keeps nothing outside memory."""
+        return None
+
+    def apply(self, prepared: PreparedCommit, persisted: Any) -> CommitResult:
+        """Apply a persisted commit to :attr:`state` (reads are held off) and return its result.
+        Cannot fail."""
+        return self.state.apply(prepared)
+
+    def current_stats(self) -> SessionStats:
+        """The stats a read or a commit result reports (called with reads held off)."""
+        return self.state.get_stats()
+
+    def release(self) -> None:
+        """Free what the storage holds (files, connections), once, after the last commit."""
+
+    # --- commits -------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+    ) -> CommitResult:
+        """Commit ``writes`` atomically; preconditions as :meth:`sessiontree.contracts.Storage.commit`."""
+        batch = tuple(writes)
+        expectations = Expectations.of(expect, expect_next_seq)
+        return self._queue.run(lambda: self._commit(batch, expectations))
+
+    def next_timestamp(self) -> int:
+        """The timestamp of the commit being run: ``max(now(), previous)``."""
+        timestamp = max(self._now(), self._last_timestamp)
+        self._last_timestamp = timestamp
+        return timestamp
+
+    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+        timestamp = self.next_timestamp()
+        if not writes and expectations is None:
+            return self.empty_result(timestamp)
+        with self.write_lock() as lock:
+            self.catch_up(lock)
+            return self.commit_locked(lock, writes, timestamp, expectations)
+
+    def commit_locked(
+        self, lock: Any, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
+    ) -> CommitResult:
+        """Validate, persist and apply one commit, holding the writer lock and caught up."""
+        prepared = self.state.prepare_commit(writes, timestamp, expectations)
+        if not prepared.writes:  # a commit of preconditions only
+            return self.empty_result(timestamp)
+        persisted = self.persist(lock, prepared)
+        with self._queue.state_lock:
+            return self.apply(prepared, persisted)
+
+    def empty_result(self, timestamp: int) -> CommitResult:
+        """The result of a commit that writes nothing."""
+        with self._queue.state_lock:
+            return CommitResult(
+                first_seq=self.state.next_seq, seqs=(), timestamp=timestamp, stats=self.current_stats()
+            )
+
+    def run_exclusive(self, job: Callable[[SessionState], T]) -> T:
+        """Run ``job(state)`` on the commit queue with reads held off: it sees exactly the commits
+        admitted before it (a fork boundary, pi's ``captureForkNextSeq``)."""
+
+        def ordered() -> T:
+            with self._queue.state_lock:
+                return job(self.state)
+
+        return self._queue.run(ordered)
+
+    def next_seq(self) -> int:
+        """The seq the next commit gets, after every commit admitted before this call
+        (:class:`~sessiontree.contracts.SupportsLatestReads`)."""
+        return self.run_exclusive(_next_seq_of)
+
+    def latest_value(self, address: Address) -> StoredValue | None:
+        """The value at ``address`` after catching up with other writers, ordered like a commit
+        (:class:`~sessiontree.contracts.SupportsLatestReads`)."""
+
+        def job() -> StoredValue | None:
+            with self.write_lock() as lock:
+                self.catch_up(lock)
+                with self._queue.state_lock:
+                    return self.state.get_value(address)
+
+        return self._queue.run(job)
+
+    def fork(self: S, options: ForkOptions) -> S:
+        """A new storage of the same class holding the fork of this one, ordered on the commit queue.
+        Subclasses whose constructor takes more than ``now`` and ``state`` override it."""
+        return self.run_exclusive(lambda state: type(self)(now=self._now, state=state.fork(options)))
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, then :meth:`release`. Idempotent."""
+        self._queue.close(self.release)
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    # Each read checks the storage is open, then answers with commits held off (written out per
+    # method: reads are the hot path).
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.get_entries(ids)
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.get_value(address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.scan_values(prefix)
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.read_list(address, options)
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.scan_branch(query)
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.scan_branch_structure(query)
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.scan_entries(query)
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.state.scan_usage(query)
+
+    def get_stats(self) -> SessionStats:
+        self._queue.check_open()
+        with self._queue.state_lock:
+            return self.current_stats()
+
+
+_NO_LOCK = contextlib.nullcontext()
+
+
+def _next_seq_of(state: SessionState) -> int:
+    return state.next_seq
