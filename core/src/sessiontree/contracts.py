@@ -52,6 +52,7 @@ __all__ = [
     "SupportsExport",
     "SupportsFork",
     "SupportsInventory",
+    "SupportsLatestReads",
     "SupportsOpenPath",
     "SupportsRestore",
     "SupportsScan",
@@ -167,6 +168,21 @@ class SupportsFork(Protocol):
     """A storage that can produce a forked copy of itself (memory; used by :class:`MemorySessionRepo`)."""
 
     def fork(self, options: ForkOptions) -> Storage: ...
+
+
+@runtime_checkable
+class SupportsLatestReads(Protocol):
+    """A storage that reads its next seq, and a value as of every writer's latest commit, ordered on
+    its commit queue (what an empty commit would report, without one). The session layer prefers these
+    to ``commit(())`` (:class:`sessiontree.kit.StateStorage` offers both)."""
+
+    def next_seq(self) -> int:
+        """The seq the next commit gets, after every commit admitted before this call."""
+        ...
+
+    def latest_value(self, address: Address) -> StoredValue | None:
+        """The value at ``address`` after catching up with other writers."""
+        ...
 
 
 class IdGenerator(Protocol):

@@ -12,6 +12,7 @@ raises :class:`~sessiontree.errors.SessionMutationError` instead.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
@@ -22,7 +23,7 @@ from . import jsjson, values
 from .admission import notify_admitted
 from .arguments import require_address, require_message, require_optional_str, require_str
 from .context import EntryProjector, branch_context
-from .contracts import IdGenerator, Storage
+from .contracts import IdGenerator, Storage, SupportsLatestReads
 from .errors import (
     SessionBranchExistsError,
     SessionClosedError,
@@ -62,6 +63,7 @@ __all__ = [
     "StorageBackedBranch",
     "StorageBackedSession",
     "StorageBackedSessionMutation",
+    "check_branch_name",
     "is_pending_assistant_message",
 ]
 
@@ -80,7 +82,9 @@ def is_pending_assistant_message(message: object) -> bool:
     )
 
 
-def _assert_valid_branch_name(name: str) -> None:
+def check_branch_name(name: str) -> None:
+    """Raise :class:`~sessiontree.errors.SessionInvalidBranchError` for a name no branch may have
+    (empty, or containing NUL); ``TypeError`` for a non-string."""
     require_str(name, "branch name")
     if name == "":
         raise SessionInvalidBranchError(name, "branch name must not be empty")
@@ -91,14 +95,32 @@ def _assert_valid_branch_name(name: str) -> None:
 def _latest_value(storage: Storage, address: Address) -> JsonValue | Absent:
     """The value at ``address`` in ``storage``'s latest state (:data:`ABSENT`: none).
 
-    Asked as an empty commit expecting no value: a storage shared between processes checks that
-    against the file after catching up, and the conflict carries the value found.
+    A storage shared between processes answers after catching up: through
+    :class:`~sessiontree.contracts.SupportsLatestReads` when it offers that, else as an empty commit
+    expecting no value (the conflict carries the value found).
     """
+    if _reads_latest(type(storage)):
+        stored = storage.latest_value(address)  # type: ignore[attr-defined]
+        return ABSENT if stored is None else stored.value  # type: ignore[no-any-return]
     try:
         storage.commit((), expect={address: ABSENT})
     except SessionConflictError as conflict:
         return conflict.current  # type: ignore[no-any-return]
     return ABSENT
+
+
+@functools.cache
+def _reads_latest(storage_type: type) -> bool:
+    # Once per storage class: an isinstance test against a runtime protocol inspects every member.
+    return issubclass(storage_type, SupportsLatestReads)
+
+
+def _next_seq(storage: Storage) -> int:
+    """The storage's next seq, ordered after the commits admitted before (an empty commit's
+    ``first_seq`` for a storage without :class:`~sessiontree.contracts.SupportsLatestReads`)."""
+    if _reads_latest(type(storage)):
+        return storage.next_seq()  # type: ignore[attr-defined,no-any-return]
+    return storage.commit(()).first_seq
 
 
 def _first_or_none(entries: Sequence[Entry]) -> Entry | None:
@@ -241,10 +263,10 @@ class StorageBackedSessionMutation(_StorageReads):
     def _guard(self) -> None:
         self._assert_active()
         if self._read_next_seq is None:
-            # Taken before the read (an empty commit reports the next seq): a commit landing in
-            # between makes the later commit conflict, never pass on a stale read. Reads racing on
-            # several threads keep the smallest.
-            seen = self._storage.commit(()).first_seq
+            # Taken before the read, ordered after admitted commits: a commit landing in between
+            # makes the later commit conflict, never pass on a stale read. Reads racing on several
+            # threads keep the smallest.
+            seen = _next_seq(self._storage)
             with self._read_lock:
                 if self._read_next_seq is None or seen < self._read_next_seq:
                     self._read_next_seq = seen
@@ -664,7 +686,7 @@ class StorageBackedSession(_StorageReads):
 
         The name is validated first: :class:`~sessiontree.errors.SessionInvalidBranchError`.
         """
-        _assert_valid_branch_name(name)
+        check_branch_name(name)
         if self.get_value(values.branch_tip(name)) is None:
             return None
         return self._branch_object(name)
@@ -676,7 +698,7 @@ class StorageBackedSession(_StorageReads):
         :class:`~sessiontree.errors.SessionUnknownTargetError` when ``at`` is not an entry.
         """
         self._assert_open()
-        _assert_valid_branch_name(name)
+        check_branch_name(name)
         require_optional_str(at, "at")
         tip = values.branch_tip(name)
         storage = self._storage
@@ -789,7 +811,7 @@ class StorageBackedSession(_StorageReads):
         lane with no fields given is left as it is (no commit).
         """
         self._assert_open()
-        _assert_valid_branch_name(name)
+        check_branch_name(name)
 
         def configure(mutation: StorageBackedSessionMutation) -> None:
             writes = lane_writes(
