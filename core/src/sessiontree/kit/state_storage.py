@@ -18,6 +18,7 @@ Reads answer from the latest applied commit and never see half of one.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -74,6 +75,12 @@ class StateStorage:
     def state(self) -> SessionState:
         """The session state commits validate against and reads answer from."""
         return self._state
+
+    @property
+    def state_lock(self) -> threading.Lock:
+        """Held by every read and around :meth:`apply`; hold it to change :attr:`state` in a hook
+        (a catch-up), so no read sees half of the change."""
+        return self._queue.state_lock
 
     @property
     def now(self) -> Callable[[], int]:
@@ -182,9 +189,14 @@ class StateStorage:
         return self._queue.run(job)
 
     def fork(self: S, options: ForkOptions) -> S:
-        """A new storage of the same class holding the fork of this one, ordered on the commit queue.
-        Subclasses whose constructor takes more than ``now`` and ``state`` override it."""
-        return self.run_exclusive(lambda state: type(self)(now=self._now, state=state.fork(options)))
+        """A new storage holding the fork of this one (pi's ``createFork``), ordered on the commit
+        queue: it sees exactly the commits admitted before it."""
+        return self.run_exclusive(lambda state: self.forked(state.fork(options)))
+
+    def forked(self: S, state: SessionState) -> S:
+        """Hook: a new storage of this backend holding ``state`` (a fork's), persisted as the backend
+        needs. The default suits a constructor taking ``now`` and ``state``."""
+        return type(self)(now=self._now, state=state)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
