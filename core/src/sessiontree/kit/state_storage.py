@@ -61,8 +61,9 @@ class StateStorage:
     :param state: the state to start from (a fork's); a new empty one by default.
 
     On its own it is a complete in-memory storage. Subclasses override the hooks (:meth:`write_lock`,
-    :meth:`catch_up`, :meth:`persist`, :meth:`apply`, :meth:`release`) and, when their state object
-    can be replaced (a reload), the :attr:`state` property.
+    :meth:`catch_up`, :meth:`persist`, :meth:`apply`, :meth:`current_stats`, :meth:`release`,
+    :meth:`forked`); one that rebuilds its state (a reload) assigns :attr:`state` holding
+    :attr:`state_lock`.
     """
 
     def __init__(self, *, now: Callable[[], int] | None = None, state: SessionState | None = None) -> None:
@@ -75,6 +76,11 @@ class StateStorage:
     def state(self) -> SessionState:
         """The session state commits validate against and reads answer from."""
         return self._state
+
+    @state.setter
+    def state(self, state: SessionState) -> None:
+        # A backend that rebuilds its state (a reload) replaces it holding state_lock.
+        self._state = state
 
     @property
     def state_lock(self) -> threading.Lock:
@@ -129,6 +135,10 @@ class StateStorage:
         expectations = Expectations.of(expect, expect_next_seq)
         return self._queue.run(lambda: self._commit(batch, expectations))
 
+    def floor_timestamps(self, timestamp: int) -> None:
+        """Give later commits timestamps of at least ``timestamp`` (a commit made before opening)."""
+        self._last_timestamp = max(self._last_timestamp, timestamp)
+
     def next_timestamp(self) -> int:
         """The timestamp of the commit being run: ``max(now(), previous)``."""
         timestamp = max(self._now(), self._last_timestamp)
@@ -160,6 +170,11 @@ class StateStorage:
             return CommitResult(
                 first_seq=self.state.next_seq, seqs=(), timestamp=timestamp, stats=self.current_stats()
             )
+
+    def run_ordered(self, job: Callable[[], T]) -> T:
+        """Run ``job()`` on the commit queue, after every commit admitted before it and before any
+        admitted after (reads go on; a job that changes the state holds :attr:`state_lock`)."""
+        return self._queue.run(job)
 
     def run_exclusive(self, job: Callable[[SessionState], T]) -> T:
         """Run ``job(state)`` on the commit queue with reads held off: it sees exactly the commits

@@ -43,7 +43,6 @@ class Generation:
     """Offset just after the last complete line replayed; bytes beyond it are unread or a torn tail."""
     line_count: int
     """Complete lines replayed, the header included (the number of the last one)."""
-    usage_ids: set[str]
 
 
 @attrs.frozen(kw_only=True)
@@ -117,7 +116,6 @@ def load_generation(
         body_offset=body_offset,
         known_end=body_offset,
         line_count=1,
-        usage_ids=set(),
     )
     end = handle.size() if size is None else size
     _replay_range(generation, handle, body_offset, end)
@@ -132,7 +130,6 @@ def _replay_range(generation: Generation, handle: FileHandle, start: int, end: i
         generation.state,
         generation.source,
         path=generation.source.path,
-        usage_ids=generation.usage_ids,
         first_line=generation.line_count + 1,
     )
     offset = start

@@ -378,11 +378,7 @@ def _payload(raw: object) -> Any:
 
 
 class Replayer:
-    """Feeds complete lines of one file into ``state``; call :meth:`finish` once after the last feed.
-
-    ``usage_ids`` is the set of usage-row ids the state holds (kept up to date here, for the storage's
-    generation).
-    """
+    """Feeds complete lines of one file into ``state``; call :meth:`finish` once after the last feed."""
 
     def __init__(
         self,
@@ -390,13 +386,11 @@ class Replayer:
         source: EntrySource,
         *,
         path: str,
-        usage_ids: set[str],
         first_line: int,
     ) -> None:
         self.state = state
         self.source = source
         self.path = path
-        self.usage_ids = usage_ids
         self.line = first_line - 1
         """Number of the last line replayed."""
         self.last_seq = state.next_seq - 1
@@ -516,7 +510,6 @@ class Replayer:
         if usage is not None:
             for write in usage:
                 state.apply_committed((write,))
-                self.usage_ids.add(write.row.id)
         if addressed is not None:
             values = self._values
             for record in addressed:
@@ -577,7 +570,6 @@ class Replayer:
                 state.add_entry_node(EntryNode(write.entry))
             elif isinstance(write, UsageWrite):
                 state.apply_committed((write,))
-                self.usage_ids.add(write.row.id)
             else:
                 self._fold(write)
             self.last_seq = write.seq  # type: ignore[assignment]

@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from sessiontree import jsjson
-from sessiontree.commit_queue import CommitQueue
 from sessiontree.dump import DumpInventory
 from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.expectations import Expectations
@@ -44,21 +41,16 @@ from sessiontree.errors import (
 )
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
+from sessiontree.kit import StateStorage, wall_clock_ms
 from sessiontree.model import (
-    Absent,
-    Address,
     CommitResult,
     Entry,
-    EntryStructure,
     JsonValue,
-    ListElement,
     SessionMetadata,
     SessionStats,
-    StoredValue,
     Usage,
     UsageRow,
 )
-from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.wire import committed_write_to_wire, usage_from_wire
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 
@@ -75,12 +67,6 @@ if TYPE_CHECKING:
 
 __all__ = ["JsonlStorage", "wall_clock_ms"]
 
-
-def wall_clock_ms() -> int:
-    """The default storage clock: Unix milliseconds."""
-    return time.time_ns() // 1_000_000
-
-
 @attrs.define(kw_only=True)
 class _Legacy:
     """A v3 file opened read-only: its importer, the imported usage and the file it came from."""
@@ -90,11 +76,15 @@ class _Legacy:
     identity: object
 
 
-class JsonlStorage:
+class JsonlStorage(StateStorage):
     """A :class:`sessiontree.contracts.Storage` backed by one format-4 JSONL file.
 
     Use :meth:`open` or :meth:`create`. Thread-safe: commits run one at a time in admission order;
     reads answer from the latest applied commit. ``close()`` (or ``with``) releases the file.
+
+    On :class:`~sessiontree.kit.StateStorage`: its hooks are the file's writer lock, the catch-up on
+    other writers' lines, the append of one line and its lazy entry nodes; the v3 upgrade replaces
+    the validated commit's append.
     """
 
     def __init__(
@@ -108,17 +98,14 @@ class JsonlStorage:
         durability: Durability,
         legacy: _Legacy | None = None,
     ) -> None:
+        super().__init__(now=now, state=generation.state)
         self._fs = fs
         self._path = path
         self._display_path = display_path
         self._generation = generation
         self._retired: list[EntrySource] = []
-        self._now = now
         self._durability = durability
         self._legacy = legacy
-        self._queue = CommitQueue("JsonlStorage is closed")
-        self._last_timestamp = 0
-        self._close_lock = threading.Lock()
 
     # --- opening ---------------------------------------------------------------------------------
 
@@ -211,7 +198,6 @@ class JsonlStorage:
             body_offset=0,
             known_end=0,
             line_count=0,
-            usage_ids=set(),
         )
         return cls(
             fs=fs,
@@ -262,7 +248,7 @@ class JsonlStorage:
         storage = cls.open(absolute, fs=fs, now=clock, durability=durability)
         storage._display_path = display
         storage._generation.source.path = display
-        storage._last_timestamp = timestamp
+        storage.floor_timestamps(timestamp)
         return storage
 
     # --- identity --------------------------------------------------------------------------------
@@ -317,62 +303,73 @@ class JsonlStorage:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""
         return self._legacy is not None
 
-    # --- commits ---------------------------------------------------------------------------------
+    # --- commits (the hooks of StateStorage) ---------------------------------------------------
+    # ``commit`` assigns seqs and one timestamp, validates against the file's current state and appends
+    # one line. ``expect``/``expect_next_seq`` are checked under the writer lock after catching up on
+    # other writers' lines; an empty commit with expectations takes the lock too, so it brings this
+    # storage up to date with the file. Besides the validator's errors it raises StorageIOError
+    # (``Failed to append JSONL storage <path>: ...``; nothing applied, no partial line left) and
+    # StorageFormatError when another writer left a corrupt line.
 
-    def commit(
-        self,
-        writes: Sequence[Write],
-        *,
-        expect: Mapping[Address, JsonValue | Absent] | None = None,
-        expect_next_seq: int | None = None,
+    def write_lock(self) -> contextlib.AbstractContextManager[FileHandle]:
+        """The session file's writer lock; yields the locked file."""
+        return locked_session_file(self._fs, self._path, display_path=self._display_path)
+
+    def catch_up(self, lock: FileHandle) -> None:
+        """Replay what other writers appended (reloading a replaced or cut file); a v3 file another
+        process upgraded or replaced first is left for what is there now."""
+        legacy = self._legacy
+        if legacy is not None:
+            if lock.identity() == legacy.identity:
+                return
+            self._leave_legacy()
+        self._sync_with(lock)
+
+    def commit_locked(
+        self, lock: FileHandle, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
     ) -> CommitResult:
-        """Assign seqs and one timestamp, validate against the file's current state, append one line.
+        legacy = self._legacy
+        if legacy is None:
+            return super().commit_locked(lock, writes, timestamp, expectations)
+        if not writes:
+            # Only preconditions: checked by the validator, and the legacy file stays as it is.
+            self.state.prepare_commit(writes, timestamp, expectations)
+            return self.empty_result(timestamp)
+        return self._upgrade(lock, legacy, tuple(writes), timestamp, expectations)
 
-        ``expect``/``expect_next_seq`` (see :meth:`sessiontree.contracts.Storage.commit`) are checked
-        under the writer lock after catching up on other writers' lines; an empty commit with
-        expectations takes the lock too, so it brings this storage up to date with the file.
+    def persist(self, lock: FileHandle, prepared: PreparedCommit) -> tuple[int, int, list[tuple[int, int]]]:
+        """Append the commit's line (fsynced for ``"fsync"``); on failure cut the file back to its last
+        complete line. Returns the line's offset and length and each write's span in it."""
+        line, spans = _encode_line(prepared.writes)
+        start = self._generation.known_end
+        try:
+            lock.append(line)
+            if self._durability == "fsync":
+                lock.sync()
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                lock.truncate(start)
+            raise io_error("Failed to append JSONL storage", self._display_path, error) from error
+        return start, len(line), spans
 
-        Raises :class:`~sessiontree.errors.SessionConflictError` and
-        :class:`~sessiontree.errors.StorageValidationError` (nothing written), :class:`StorageIOError`
-        (``Failed to append JSONL storage <path>: ...``; nothing applied, no partial line left),
-        :class:`StorageFormatError` when another writer left a corrupt line.
-        """
-        batch = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq)
-        return self._queue.run(lambda: self._commit(batch, expectations))
-
-    def _timestamp(self) -> int:
-        timestamp = max(self._now(), self._last_timestamp)
-        self._last_timestamp = timestamp
-        return timestamp
-
-    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
-        timestamp = self._timestamp()
-        if not writes and expectations is None:
-            return self._empty_result(timestamp)
-        if self._legacy is not None:
-            return self._upgrade_commit(writes, timestamp, expectations)
-        with self._writer() as writer:
-            return self._append(writer, writes, timestamp, expectations)
-
-    def _empty_result(self, timestamp: int) -> CommitResult:
-        with self._queue.state_lock:
-            state = self._generation.state
-            return CommitResult(first_seq=state.next_seq, seqs=(), timestamp=timestamp, stats=self._stats())
-
-    @contextlib.contextmanager
-    def _writer(self) -> Iterator[FileHandle]:
-        """The locked session file, with everything other writers appended already replayed."""
-        with locked_session_file(self._fs, self._path, display_path=self._display_path) as writer:
-            self._sync_with(writer)
-            yield writer
+    def apply(self, prepared: PreparedCommit, persisted: Any) -> CommitResult:
+        """Apply the appended commit; its entries become lazy nodes of the file."""
+        start, length, spans = persisted
+        generation = self._generation
+        _apply_appended(generation, prepared, start, spans)
+        generation.known_end = start + length
+        generation.line_count += 1
+        stats = self.current_stats()
+        return CommitResult(
+            first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
+        )
 
     def _sync_with(self, writer: FileHandle) -> None:
         generation = self._generation
         if writer.identity() != generation.identity or writer.size() < generation.known_end:
             self._reload()
             generation = self._generation
-        with self._queue.state_lock:
+        with self.state_lock:
             catch_up(generation, writer)
 
     def _reload(self) -> None:
@@ -399,57 +396,12 @@ class JsonlStorage:
         except BaseException:
             handle.close()
             raise
-        with self._queue.state_lock:
+        with self.state_lock:
             self._retired.append(self._generation.source)
             self._generation = generation
-
-    def _append(
-        self, writer: FileHandle, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
-    ) -> CommitResult:
-        generation = self._generation
-        state = generation.state
-        prepared = state.prepare_commit(writes, timestamp, expectations)
-        if not writes:  # a commit of preconditions only
-            return self._empty_result(timestamp)
-        line, spans = _encode_line(prepared.writes)
-        start = generation.known_end
-        try:
-            writer.append(line)
-            if self._durability == "fsync":
-                writer.sync()
-        except OSError as error:
-            with contextlib.suppress(OSError):
-                writer.truncate(start)
-            raise io_error("Failed to append JSONL storage", self._display_path, error) from error
-        with self._queue.state_lock:
-            _apply_appended(generation, prepared, start, spans)
-            generation.known_end = start + len(line)
-            generation.line_count += 1
-            stats = self._stats()
-        return CommitResult(
-            first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats
-        )
+            self.state = generation.state
 
     # --- legacy v3 upgrade -----------------------------------------------------------------------
-
-    def _upgrade_commit(
-        self, writes: tuple[Write, ...], timestamp: int, expectations: Expectations | None
-    ) -> CommitResult:
-        legacy = self._legacy
-        assert legacy is not None
-        with locked_session_file(self._fs, self._path, display_path=self._display_path) as writer:
-            if writer.identity() != legacy.identity:
-                # Another process upgraded (or replaced) the file first: continue on what is there now.
-                self._leave_legacy()
-                self._reload()
-                with self._queue.state_lock:
-                    catch_up(self._generation, writer)
-                return self._append(writer, writes, timestamp, expectations)
-            if not writes:
-                # Only preconditions: checked by the validator, and the legacy file stays as it is.
-                self._generation.state.prepare_commit(writes, timestamp, expectations)
-                return self._empty_result(timestamp)
-            return self._upgrade(writer, legacy, writes, timestamp, expectations)
 
     def _upgrade(
         self,
@@ -486,9 +438,8 @@ class JsonlStorage:
         publish_atomically(self._fs, self._path, lines(), durability=self._durability)
         with io_errors("Failed to read JSONL storage", self._display_path):
             reader = self._fs.open_file(self._path)
-        with self._queue.state_lock:
+        with self.state_lock:
             state.apply(prepared)
-            generation.usage_ids.update(r.id for r in state.iter_usage())
             self._retired.append(generation.source)
             with io_errors("Failed to read JSONL storage", self._display_path):
                 size = reader.size()
@@ -499,8 +450,8 @@ class JsonlStorage:
             generation.body_offset = body
             generation.known_end = size
             generation.line_count = written + 2
-            stats = self._stats_v4()
             self._leave_legacy()
+            stats = self.current_stats()
         return CommitResult(
             first_seq=prepared.first_seq + 1, seqs=prepared.seqs[1:], timestamp=timestamp, stats=stats
         )
@@ -549,7 +500,8 @@ class JsonlStorage:
                     "Cannot compact a legacy v3 JSONL session; commit a non-empty transaction to upgrade "
                     "it to format 4 first"
                 )
-            with self._writer() as writer:
+            with self.write_lock() as writer:
+                self.catch_up(writer)
                 report = compact_locked(
                     self._fs, self._path, self._generation, writer, durability=self._durability
                 )
@@ -557,108 +509,38 @@ class JsonlStorage:
                 self._reload()
             return report
 
-        return self._queue.run(job)
+        return self.run_ordered(job)
 
     def capture_next_seq(self) -> int:
         """The next seq as a job on the commit queue: a fork boundary that sees exactly the commits
-        admitted before it (pi's ``captureForkNextSeq``)."""
+        admitted before it (pi's ``captureForkNextSeq``; :meth:`next_seq`)."""
+        return self.next_seq()
 
-        def job() -> int:
-            with self._queue.state_lock:
-                return self._generation.state.next_seq
-
-        return self._queue.run(job)
-
-    def run_exclusive(self, job: Callable[[SessionState], object]) -> object:
-        """Run ``job(state)`` on the commit queue with reads held off (e.g. an in-memory fork)."""
-
-        def wrapped() -> object:
-            with self._queue.state_lock:
-                return job(self._generation.state)
-
-        return self._queue.run(wrapped)
+    def fork(self, options: object) -> JsonlStorage:
+        """Not offered: a JSONL session forks file to file (:meth:`JsonlSessionRepo.fork`)."""
+        raise UnsupportedOperationError("A JSONL storage forks through JsonlSessionRepo.fork")
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Stop admission, wait for admitted commits, release the file. Idempotent."""
-        self._queue.close(self._release)
-
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Release the file (and the older generations' files) once the last commit is done."""
         self._leave_legacy()
         for source in (*self._retired, self._generation.source):
             with contextlib.suppress(OSError):
                 source.close()
         self._retired.clear()
 
-    def __enter__(self) -> JsonlStorage:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"JsonlStorage({self._display_path!r})"
 
     # --- reads -----------------------------------------------------------------------------------
 
-    def _read(self) -> SessionState:
-        self._queue.check_open()
-        return self._generation.state
-
-    def _stats(self) -> SessionStats:
+    def current_stats(self) -> SessionStats:
+        """The state's stats; for a v3 file not yet upgraded, with the usage the file imported."""
+        stats = self._generation.state.get_stats()
         if self._legacy is not None:
-            stats = self._generation.state.get_stats()
             return SessionStats(message_count=stats.message_count, usage=self._legacy.usage)
-        return self._generation.state.get_stats()
-
-    def _stats_v4(self) -> SessionStats:
-        return self._generation.state.get_stats()
-
-    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.get_entries(ids)
-
-    def get_value(self, address: Address) -> StoredValue | None:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.get_value(address)
-
-    def scan_values(self, prefix: Address) -> list[StoredValue]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.scan_values(prefix)
-
-    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.read_list(address, options)
-
-    def scan_branch(self, query: BranchScan) -> list[Entry]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.scan_branch(query)
-
-    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.scan_branch_structure(query)
-
-    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.scan_entries(query)
-
-    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._generation.state.scan_usage(query)
-
-    def get_stats(self) -> SessionStats:
-        self._queue.check_open()
-        with self._queue.state_lock:
-            return self._stats()
+        return stats
 
 
 # --- encoding and applying own lines --------------------------------------------------------------
@@ -706,8 +588,6 @@ def _apply_appended(
         # Entries before a write of another kind are stored first: the state sees the commit in order.
         _add_nodes(state, source, nodes, entries)
         state.apply_committed((write,))
-        if isinstance(write, UsageWrite):
-            generation.usage_ids.add(write.row.id)
     _add_nodes(state, source, nodes, entries)
 
 
