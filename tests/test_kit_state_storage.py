@@ -77,3 +77,12 @@ def test_a_fork_gets_its_own_log_and_keeps_the_next_seq() -> None:
     assert fork.next_seq() == source.next_seq() == 3
     assert fork.commit([_entry("b", "a")]).first_seq == 3
     assert "b" not in source.get_entries(["b"])
+
+
+def test_a_jsonl_storage_refuses_to_fork_itself(tmp_path: Any) -> None:
+    from sessiontree.errors import UnsupportedOperationError
+    from sessiontree_jsonl import JsonlHeader, JsonlStorage
+
+    header = JsonlHeader.new(id="s", created_at=1, cwd="/w")
+    with JsonlStorage.create(tmp_path / "s.jsonl", header) as storage, pytest.raises(UnsupportedOperationError):
+        storage.fork(TreeFork())

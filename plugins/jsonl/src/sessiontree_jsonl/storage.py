@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from sessiontree import jsjson
+from sessiontree.contracts import ForkOptions
 from sessiontree.dump import DumpInventory
 from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.expectations import Expectations
@@ -516,7 +517,7 @@ class JsonlStorage(StateStorage):
         admitted before it (pi's ``captureForkNextSeq``; :meth:`next_seq`)."""
         return self.next_seq()
 
-    def fork(self, options: object) -> JsonlStorage:
+    def fork(self, options: ForkOptions) -> JsonlStorage:
         """Not offered: a JSONL session forks file to file (:meth:`JsonlSessionRepo.fork`)."""
         raise UnsupportedOperationError("A JSONL storage forks through JsonlSessionRepo.fork")
 
