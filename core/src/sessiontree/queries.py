@@ -47,7 +47,7 @@ class BranchScan:
 
 
 class BranchQuery(TypedDict, total=False):
-    """The keyword arguments of ``scan_branch`` and ``find_entries``: a :class:`BranchScan` without ``start``."""
+    """The keywords of ``scan_branch`` and ``find_entries``: a :class:`BranchScan` without ``start``."""
 
     stop_at_type: str | None
     stop_at_id: str | None

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contracts import Backend, SessionRepo
+from . import known
 from .known import (
     ENTRY_POINT_GROUP,
     KNOWN_BACKENDS,
@@ -28,19 +29,7 @@ from .known import (
 )
 from .registry import Registry
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "KNOWN_BACKENDS",
-    "KNOWN_FILESYSTEMS",
-    "LOAD_PLUGINS_ENV",
-    "URL_ENV",
-    "KnownBackend",
-    "Registry",
-    "default_url",
-    "get_registry",
-    "open_backend",
-    "open_repo",
-]
+__all__ = [*known.__all__, "Registry", "get_registry", "open_backend", "open_repo"]
 
 _default_registry: Registry | None = None
 _default_lock = threading.Lock()

@@ -67,7 +67,9 @@ def load_entry_points(
         )
 
 
-def _load_one(pm: pluggy.PluginManager, record: PluginRecord, entry_point: importlib.metadata.EntryPoint) -> None:
+def _load_one(
+    pm: pluggy.PluginManager, record: PluginRecord, entry_point: importlib.metadata.EntryPoint
+) -> None:
     try:
         module = entry_point.load()
     except Exception as exc:

@@ -26,6 +26,22 @@ def keys_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
     return keys
 
 
+def split_members(
+    obj: Mapping[str, Any], attrs_of: Mapping[str, str], skip: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``obj``'s known members as attribute keyword arguments, and the others (but ``skip``) as extras."""
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in obj.items():
+        attr = attrs_of.get(key)
+        if attr is None:
+            if key != skip:
+                extra[key] = value
+        else:
+            kwargs[attr] = value
+    return kwargs, extra
+
+
 def ordered(fields: WireObject, extra: Mapping[str, Any], keys: tuple[str, ...] | None) -> WireObject:
     """Known ``fields`` (canonical order, ABSENT already dropped) and ``extra``, laid out by ``keys``.
 

@@ -27,27 +27,9 @@ import cattrs
 from cattrs.fns import identity
 from cattrs.gen import make_dict_unstructure_fn_from_attrs, override
 
-from .. import jsjson
+from .. import jsjson, model
 from ..errors import StorageFormatError
-from ..model import (
-    ABSENT,
-    Address,
-    BranchSummaryEntry,
-    CommitResult,
-    CompactionEntry,
-    Cost,
-    CustomEntry,
-    Entry,
-    EntryStructure,
-    ListElement,
-    MessageEntry,
-    SessionMetadata,
-    SessionStats,
-    StoredValue,
-    UnknownEntry,
-    Usage,
-    UsageRow,
-)
+from ..model import ABSENT
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from ._layout import WireObject, ordered, record_layout
 
@@ -57,27 +39,29 @@ _ENTRY_HEAD = ("id", "parent_id", "type", "custom_type")
 _STAMPS = ("seq", "timestamp")
 
 WIRE_ORDER: dict[type, tuple[str, ...]] = {
-    Cost: ("input", "output", "cache_read", "cache_write", "total"),
-    Usage: ("input", "output", "cache_read", "cache_write", "cache_write_1h", "reasoning", "total_tokens", "cost"),
-    UsageRow: ("id", "usage", "entry_id", "adjustment", "details", "seq"),
-    MessageEntry: (*_ENTRY_HEAD, "message", "terminate", *_STAMPS),
-    CustomEntry: (*_ENTRY_HEAD, "data", *_STAMPS),
-    CompactionEntry: (
+    model.Cost: ("input", "output", "cache_read", "cache_write", "total"),
+    model.Usage: (
+        "input", "output", "cache_read", "cache_write", "cache_write_1h", "reasoning", "total_tokens", "cost"
+    ),
+    model.UsageRow: ("id", "usage", "entry_id", "adjustment", "details", "seq"),
+    model.MessageEntry: (*_ENTRY_HEAD, "message", "terminate", *_STAMPS),
+    model.CustomEntry: (*_ENTRY_HEAD, "data", *_STAMPS),
+    model.CompactionEntry: (
         *_ENTRY_HEAD, "summary", "retained_tail", "tokens_before", "details", "usage", "from_hook", *_STAMPS
     ),
-    BranchSummaryEntry: (*_ENTRY_HEAD, "from_id", "summary", "details", "usage", "from_hook", *_STAMPS),
-    UnknownEntry: (*_ENTRY_HEAD, *_STAMPS),
-    EntryStructure: ("id", "parent_id", "seq", "timestamp", "type", "custom_type"),
+    model.BranchSummaryEntry: (*_ENTRY_HEAD, "from_id", "summary", "details", "usage", "from_hook", *_STAMPS),
+    model.UnknownEntry: (*_ENTRY_HEAD, *_STAMPS),
+    model.EntryStructure: ("id", "parent_id", "seq", "timestamp", "type", "custom_type"),
     ValueSet: ("seq", "namespace", "key", "value"),
     ValueDelete: ("seq", "namespace", "key"),
     ListAppend: ("seq", "namespace", "key", "value"),
     ListDelete: ("seq", "namespace", "key"),
-    Address: ("namespace", "key", "kind"),
-    StoredValue: ("address", "value", "seq"),
-    ListElement: ("seq", "value"),
-    SessionStats: ("message_count", "usage"),
-    CommitResult: ("first_seq", "seqs", "timestamp", "stats"),
-    SessionMetadata: (
+    model.Address: ("namespace", "key", "kind"),
+    model.StoredValue: ("address", "value", "seq"),
+    model.ListElement: ("seq", "value"),
+    model.SessionStats: ("message_count", "usage"),
+    model.CommitResult: ("first_seq", "seqs", "timestamp", "stats"),
+    model.SessionMetadata: (
         "id",
         "created_at",
         "storage_version",
@@ -88,20 +72,27 @@ WIRE_ORDER: dict[type, tuple[str, ...]] = {
         "legacy_parent_session_path",
     ),
 }
-"""Attributes of every wire class in pi's canonical key order (``extra`` and ``wire_keys`` are not members)."""
+"""Attributes of every wire class in pi's canonical key order (``extra`` and ``wire_keys`` are not
+members)."""
 
-ENTRY_CLASSES = (MessageEntry, CustomEntry, CompactionEntry, BranchSummaryEntry, UnknownEntry)
+ENTRY_CLASSES = (
+    model.MessageEntry,
+    model.CustomEntry,
+    model.CompactionEntry,
+    model.BranchSummaryEntry,
+    model.UnknownEntry,
+)
 
 # Members holding another wire class. A value of another type is written as it is: pi never looks inside
 # an entry's usage, so a shape that is not a Usage is kept as read.
 _NESTED: dict[tuple[type, str], type] = {
-    (Usage, "cost"): Cost,
-    (UsageRow, "usage"): Usage,
-    (CompactionEntry, "usage"): Usage,
-    (BranchSummaryEntry, "usage"): Usage,
-    (SessionStats, "usage"): Usage,
-    (CommitResult, "stats"): SessionStats,
-    (StoredValue, "address"): Address,
+    (model.Usage, "cost"): model.Cost,
+    (model.UsageRow, "usage"): model.Usage,
+    (model.CompactionEntry, "usage"): model.Usage,
+    (model.BranchSummaryEntry, "usage"): model.Usage,
+    (model.SessionStats, "usage"): model.Usage,
+    (model.CommitResult, "stats"): model.SessionStats,
+    (model.StoredValue, "address"): model.Address,
 }
 
 _ADDRESS_WRITES: dict[type, tuple[str, str]] = {
@@ -127,7 +118,9 @@ def _nested_hook(converter: cattrs.Converter, target: type) -> Callable[[Any], A
     return nested
 
 
-def _fields_fn(cls: type, converter: cattrs.Converter, kind: str | None = None) -> Callable[[Any], WireObject]:
+def _fields_fn(
+    cls: type, converter: cattrs.Converter, kind: str | None = None
+) -> Callable[[Any], WireObject]:
     """The generated ``unstructure`` of ``cls``'s known members, in :data:`WIRE_ORDER`.
 
     With ``kind``, the committed record: its first member ``kind`` is generated from the instance's
@@ -208,9 +201,9 @@ class WireConverter(cattrs.Converter):
         """An entry as pi's object, or its committed record (``kind`` first) when ``kind`` is set."""
         return self._records[type(entry)](entry, kind)
 
-    def row_object(self, row: UsageRow, kind: str | None = None) -> WireObject:
+    def row_object(self, row: model.UsageRow, kind: str | None = None) -> WireObject:
         """A usage row as pi's object, or its committed record when ``kind`` is set."""
-        return self._records[UsageRow](row, kind)
+        return self._records[model.UsageRow](row, kind)
 
     def committed_record(self, write: Write) -> WireObject:
         """The committed record of ``write`` as a JSONL line holds it (§1.4 order, or the order read)."""
@@ -224,7 +217,7 @@ class WireConverter(cattrs.Converter):
             row = write.row  # type: ignore[union-attr]
             if row.seq is None:
                 raise ValueError("UsageWrite is not committed (seq is None)")
-            return self._records[UsageRow](row, "usage")
+            return self._records[model.UsageRow](row, "usage")
         fields = self._address_fields.get(t)
         if fields is None:
             raise TypeError(f"Not a write: {write!r}")
@@ -241,7 +234,8 @@ class WireConverter(cattrs.Converter):
             entry = write.entry  # type: ignore[union-attr]
             return {"kind": "entry", "entry": self._records[type(entry)](entry, None)}
         if t is UsageWrite:
-            return {"kind": "usage", "row": self._records[UsageRow](write.row, None)}  # type: ignore[union-attr]
+            row = write.row  # type: ignore[union-attr]
+            return {"kind": "usage", "row": self._records[model.UsageRow](row, None)}
         fields = self._address_fields.get(t)
         if fields is None:
             raise TypeError(f"Not a write: {write!r}")
@@ -254,19 +248,19 @@ class WireConverter(cattrs.Converter):
         return self.input_write(write) if write.seq is None else self.committed_record(write)
 
 
-def _configure_unstructure(converter: WireConverter) -> None:
+def configure_unstructure(converter: WireConverter) -> None:
     def laid_out(cls: type) -> Callable[[Any], WireObject]:
         fields = _fields_fn(cls, converter)
-        if cls in ENTRY_CLASSES or cls is UsageRow:
-            kind = "usage" if cls is UsageRow else "entry"
+        if cls in ENTRY_CLASSES or cls is model.UsageRow:
+            kind = "usage" if cls is model.UsageRow else "entry"
             record = converter._records[cls] = _record_fn(fields, _fields_fn(cls, converter, kind))
             return lambda obj: record(obj, None)
         if cls in _ADDRESS_WRITES:
             converter._address_fields[cls] = fields
             return converter._write
-        if cls in (Cost, Usage):
+        if cls in (model.Cost, model.Usage):
             return lambda obj: ordered(fields(obj), obj.extra, obj.wire_keys)
-        if cls is SessionMetadata:
+        if cls is model.SessionMetadata:
             return lambda obj: ordered(fields(obj), obj.extra, None)
         return fields
 
@@ -288,12 +282,12 @@ def _expect(cls: type, decode: Callable[[object], Any]) -> Callable[[object, Any
     return structure
 
 
-def _configure_structure(converter: WireConverter, decoders: Mapping[Any, Callable[[object], Any]]) -> None:
+def configure_structure(converter: WireConverter, decoders: Mapping[Any, Callable[[object], Any]]) -> None:
     for cl, decode in decoders.items():
         converter.register_structure_hook(cl, lambda obj, _, decode=decode: decode(obj))
     write_decode = decoders[Write]
     for cls in ENTRY_CLASSES:
-        converter.register_structure_hook(cls, _expect(cls, decoders[Entry]))
+        converter.register_structure_hook(cls, _expect(cls, decoders[model.Entry]))
     for cls in (EntryWrite, UsageWrite, *_ADDRESS_WRITES):
         converter.register_structure_hook(cls, _expect(cls, write_decode))
 
@@ -308,12 +302,12 @@ def make_converter() -> WireConverter:
     from .decoders import DECODERS  # the decoders use this module's default converter
 
     converter = WireConverter()
-    _configure_unstructure(converter)
-    _configure_structure(converter, DECODERS)
+    configure_unstructure(converter)
+    configure_structure(converter, DECODERS)
     return converter
 
 
 CONVERTER = WireConverter()
 """The default converter: the module functions of :mod:`sessiontree.wire` are its hooks (its structure
 hooks are registered once :mod:`.decoders` is imported)."""
-_configure_unstructure(CONVERTER)
+configure_unstructure(CONVERTER)

@@ -5,21 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..model import (
-    Address,
-    CommitResult,
-    Cost,
-    Entry,
-    EntryStructure,
-    ListElement,
-    SessionMetadata,
-    SessionStats,
-    StoredValue,
-    Usage,
-    UsageRow,
-)
+from .. import model
 from ..writes import Write
-from .converter import CONVERTER, _configure_structure
+from .converter import CONVERTER, configure_structure
 from .entries import entry_from_wire, entry_structure_from_wire
 from .inputs import input_write_from_wire
 from .metadata import metadata_from_wire
@@ -43,19 +31,19 @@ def _write_from_wire(obj: object) -> Write:
 
 
 DECODERS: dict[Any, Callable[[object], Any]] = {
-    Cost: cost_from_wire,
-    Usage: usage_from_wire,
-    UsageRow: usage_row_from_wire,
-    Address: address_from_wire,
-    StoredValue: stored_value_from_wire,
-    ListElement: list_element_from_wire,
-    SessionStats: stats_from_wire,
-    CommitResult: commit_result_from_wire,
-    SessionMetadata: metadata_from_wire,
-    EntryStructure: entry_structure_from_wire,
-    Entry: entry_from_wire,
+    model.Cost: cost_from_wire,
+    model.Usage: usage_from_wire,
+    model.UsageRow: usage_row_from_wire,
+    model.Address: address_from_wire,
+    model.StoredValue: stored_value_from_wire,
+    model.ListElement: list_element_from_wire,
+    model.SessionStats: stats_from_wire,
+    model.CommitResult: commit_result_from_wire,
+    model.SessionMetadata: metadata_from_wire,
+    model.EntryStructure: entry_structure_from_wire,
+    model.Entry: entry_from_wire,
     Write: _write_from_wire,
 }
 """Decoder per class (``Entry`` and ``Write`` are unions, dispatched by ``type`` and by ``seq``)."""
 
-_configure_structure(CONVERTER, DECODERS)
+configure_structure(CONVERTER, DECODERS)

@@ -16,7 +16,7 @@ from ..model import (
     EntryStructure,
     UnknownEntry,
 )
-from ._layout import WireObject, integer_member, keys_of, require_object, show
+from ._layout import WireObject, integer_member, keys_of, require_object, show, split_members
 from .converter import CONVERTER, WIRE_ORDER, camel
 from .usage import usage_or_raw
 
@@ -32,7 +32,6 @@ _ENTRY_ATTRS: dict[type, dict[str, str]] = {
     cls: {camel(attr): attr for attr in WIRE_ORDER[cls]} for cls in (*ENTRY_CLASSES.values(), UnknownEntry)
 }
 _HAS_USAGE = (CompactionEntry, BranchSummaryEntry)
-_structure_to_wire = CONVERTER.get_unstructure_hook(EntryStructure)
 
 
 def entry_to_wire(entry: Entry) -> WireObject:
@@ -54,16 +53,7 @@ def decode_entry(
     """
     entry_type = obj.get("type", ABSENT)
     cls: type = ENTRY_CLASSES.get(entry_type, UnknownEntry) if type(entry_type) is str else UnknownEntry
-    attrs_of = _ENTRY_ATTRS[cls]
-    kwargs: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in obj.items():
-        attr = attrs_of.get(key)
-        if attr is None:
-            if key != skip:
-                extra[key] = value
-        else:
-            kwargs[attr] = value
+    kwargs, extra = split_members(obj, _ENTRY_ATTRS[cls], skip)
     if "id" not in kwargs:
         kwargs["id"] = ABSENT
     if "parent_id" not in kwargs:
@@ -96,9 +86,8 @@ def entry_from_wire(obj: object, *, new: bool = False) -> Entry:
     return entry
 
 
-def entry_structure_to_wire(structure: EntryStructure) -> WireObject:
-    """``{id, parentId, seq, timestamp, type[, customType]}``."""
-    return _structure_to_wire(structure)  # type: ignore[no-any-return]
+entry_structure_to_wire = CONVERTER.get_unstructure_hook(EntryStructure)
+"""``{id, parentId, seq, timestamp, type[, customType]}``."""
 
 
 def entry_structure_from_wire(obj: object) -> EntryStructure:

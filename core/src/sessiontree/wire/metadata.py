@@ -14,13 +14,11 @@ __all__ = ["metadata_from_wire", "metadata_to_wire"]
 
 _METADATA_ATTRS = tuple((camel(attr), attr) for attr in WIRE_ORDER[SessionMetadata])
 _METADATA_KNOWN = frozenset(wire for wire, _ in _METADATA_ATTRS)
-_metadata_to_wire = CONVERTER.get_unstructure_hook(SessionMetadata)
 
 
-def metadata_to_wire(metadata: SessionMetadata) -> WireObject:
-    """``{id, createdAt, storageVersion, [cwd], [path], [modifiedAt], [parentSessionId],
+metadata_to_wire = CONVERTER.get_unstructure_hook(SessionMetadata)
+"""``{id, createdAt, storageVersion, [cwd], [path], [modifiedAt], [parentSessionId],
     [legacyParentSessionPath]}`` then extras (pi's JSONL order; ``None`` fields are absent)."""
-    return _metadata_to_wire(metadata)  # type: ignore[no-any-return]
 
 
 def metadata_from_wire(obj: object) -> SessionMetadata:

@@ -8,7 +8,7 @@ from typing import Any
 from .. import jsjson
 from ..errors import StorageFormatError
 from ..model import ABSENT, Cost, Usage, UsageRow
-from ._layout import WireObject, keys_of, require_object, show
+from ._layout import WireObject, keys_of, require_object, show, split_members
 from .converter import CONVERTER, WIRE_ORDER, camel
 
 __all__ = [
@@ -31,24 +31,14 @@ _COST_KNOWN = frozenset(wire for wire, _ in COST_FIELDS)
 _USAGE_REQUIRED = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
 _USAGE_KNOWN = frozenset(wire for wire, _ in USAGE_FIELDS)
 
-_cost_to_wire = CONVERTER.get_unstructure_hook(Cost)
-_usage_to_wire = CONVERTER.get_unstructure_hook(Usage)
-_row_to_wire = CONVERTER.get_unstructure_hook(UsageRow)
+cost_to_wire = CONVERTER.get_unstructure_hook(Cost)
+"""``{input, output, cacheRead, cacheWrite, total}`` then extras (or the order it was read in)."""
 
+usage_to_wire = CONVERTER.get_unstructure_hook(Usage)
+"""``{input, output, cacheRead, cacheWrite, [cacheWrite1h], [reasoning], totalTokens, cost}``, extras."""
 
-def cost_to_wire(cost: Cost) -> WireObject:
-    """``{input, output, cacheRead, cacheWrite, total}`` then extras (or the order it was read in)."""
-    return _cost_to_wire(cost)  # type: ignore[no-any-return]
-
-
-def usage_to_wire(usage: Usage) -> WireObject:
-    """``{input, output, cacheRead, cacheWrite, [cacheWrite1h], [reasoning], totalTokens, cost}``, extras."""
-    return _usage_to_wire(usage)  # type: ignore[no-any-return]
-
-
-def usage_row_to_wire(row: UsageRow) -> WireObject:
-    """``{id, usage, [entryId], adjustment, [details]}``, extras, ``seq`` (omitted while ``None``)."""
-    return _row_to_wire(row)  # type: ignore[no-any-return]
+usage_row_to_wire = CONVERTER.get_unstructure_hook(UsageRow)
+"""``{id, usage, [entryId], adjustment, [details]}``, extras, ``seq`` (omitted while ``None``)."""
 
 
 def _try_cost(obj: Mapping[str, Any]) -> Cost | None:
@@ -129,15 +119,7 @@ _ROW_ATTRS = {camel(attr): attr for attr in WIRE_ORDER[UsageRow]}
 
 def decode_row(obj: Mapping[str, Any], *, skip: str | None, seq: int | None, keep_seq: bool) -> UsageRow:
     """A usage row from ``obj`` (``skip``: a member that is not the row's, such as ``kind``)."""
-    kwargs: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in obj.items():
-        attr = _ROW_ATTRS.get(key)
-        if attr is None:
-            if key != skip:
-                extra[key] = value
-        else:
-            kwargs[attr] = value
+    kwargs, extra = split_members(obj, _ROW_ATTRS, skip)
     kwargs["usage"] = usage_or_raw(kwargs["usage"]) if "usage" in kwargs else ABSENT
     if "id" not in kwargs:
         kwargs["id"] = ABSENT

@@ -21,16 +21,11 @@ __all__ = [
     "stored_value_to_wire",
 ]
 
-_address_to_wire = CONVERTER.get_unstructure_hook(Address)
 _stored_value_to_wire = CONVERTER.get_unstructure_hook(StoredValue)
-_list_element_to_wire = CONVERTER.get_unstructure_hook(ListElement)
-_stats_to_wire = CONVERTER.get_unstructure_hook(SessionStats)
-_commit_result_to_wire = CONVERTER.get_unstructure_hook(CommitResult)
 
 
-def address_to_wire(address: Address) -> WireObject:
-    """``{namespace, key, kind}``."""
-    return _address_to_wire(address)  # type: ignore[no-any-return]
+address_to_wire = CONVERTER.get_unstructure_hook(Address)
+"""``{namespace, key, kind}``."""
 
 
 def address_from_wire(obj: object) -> Address:
@@ -67,9 +62,8 @@ def stored_value_from_wire(obj: object) -> StoredValue:
     )
 
 
-def list_element_to_wire(element: ListElement) -> WireObject:
-    """``{seq, value}`` (``value`` omitted when ABSENT)."""
-    return _list_element_to_wire(element)  # type: ignore[no-any-return]
+list_element_to_wire = CONVERTER.get_unstructure_hook(ListElement)
+"""``{seq, value}`` (``value`` omitted when ABSENT)."""
 
 
 def list_element_from_wire(obj: object) -> ListElement:
@@ -78,9 +72,8 @@ def list_element_from_wire(obj: object) -> ListElement:
     return ListElement(seq=integer_member(o, "seq", "list element"), value=o.get("value", ABSENT))
 
 
-def stats_to_wire(stats: SessionStats) -> WireObject:
-    """``{messageCount, usage}``."""
-    return _stats_to_wire(stats)  # type: ignore[no-any-return]
+stats_to_wire = CONVERTER.get_unstructure_hook(SessionStats)
+"""``{messageCount, usage}``."""
 
 
 def stats_from_wire(obj: object) -> SessionStats:
@@ -91,9 +84,8 @@ def stats_from_wire(obj: object) -> SessionStats:
     )
 
 
-def commit_result_to_wire(result: CommitResult) -> WireObject:
-    """``{firstSeq, seqs, timestamp, stats}``."""
-    return _commit_result_to_wire(result)  # type: ignore[no-any-return]
+commit_result_to_wire = CONVERTER.get_unstructure_hook(CommitResult)
+"""``{firstSeq, seqs, timestamp, stats}``."""
 
 
 def commit_result_from_wire(obj: object) -> CommitResult:
