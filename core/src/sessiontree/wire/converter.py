@@ -33,7 +33,7 @@ from ..model import ABSENT
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from ._layout import WireObject, ordered, record_layout
 
-__all__ = ["CONVERTER", "ENTRY_CLASSES", "WIRE_ORDER", "WireConverter", "camel", "make_converter"]
+__all__ = ["CONVERTER", "WIRE_ORDER", "WireConverter", "camel", "make_converter"]
 
 _ENTRY_HEAD = ("id", "parent_id", "type", "custom_type")
 _STAMPS = ("seq", "timestamp")
@@ -75,7 +75,7 @@ WIRE_ORDER: dict[type, tuple[str, ...]] = {
 """Attributes of every wire class in pi's canonical key order (``extra`` and ``wire_keys`` are not
 members)."""
 
-ENTRY_CLASSES = (
+_ENTRY_CLASSES = (
     model.MessageEntry,
     model.CustomEntry,
     model.CompactionEntry,
@@ -251,7 +251,7 @@ class WireConverter(cattrs.Converter):
 def configure_unstructure(converter: WireConverter) -> None:
     def laid_out(cls: type) -> Callable[[Any], WireObject]:
         fields = _fields_fn(cls, converter)
-        if cls in ENTRY_CLASSES or cls is model.UsageRow:
+        if cls in _ENTRY_CLASSES or cls is model.UsageRow:
             kind = "usage" if cls is model.UsageRow else "entry"
             record = converter._records[cls] = _record_fn(fields, _fields_fn(cls, converter, kind))
             return lambda obj: record(obj, None)
@@ -286,7 +286,7 @@ def configure_structure(converter: WireConverter, decoders: Mapping[Any, Callabl
     for cl, decode in decoders.items():
         converter.register_structure_hook(cl, lambda obj, _, decode=decode: decode(obj))
     write_decode = decoders[Write]
-    for cls in ENTRY_CLASSES:
+    for cls in _ENTRY_CLASSES:
         converter.register_structure_hook(cls, _expect(cls, decoders[model.Entry]))
     for cls in (EntryWrite, UsageWrite, *_ADDRESS_WRITES):
         converter.register_structure_hook(cls, _expect(cls, write_decode))
