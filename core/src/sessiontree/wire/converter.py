@@ -201,10 +201,6 @@ class WireConverter(cattrs.Converter):
         """An entry as pi's object, or its committed record (``kind`` first) when ``kind`` is set."""
         return self._records[type(entry)](entry, kind)
 
-    def row_object(self, row: model.UsageRow, kind: str | None = None) -> WireObject:
-        """A usage row as pi's object, or its committed record when ``kind`` is set."""
-        return self._records[model.UsageRow](row, kind)
-
     def committed_record(self, write: Write) -> WireObject:
         """The committed record of ``write`` as a JSONL line holds it (§1.4 order, or the order read)."""
         t = type(write)
@@ -249,6 +245,8 @@ class WireConverter(cattrs.Converter):
 
 
 def configure_unstructure(converter: WireConverter) -> None:
+    """Register the generated encoders of every class in :data:`WIRE_ORDER` and of the writes."""
+
     def laid_out(cls: type) -> Callable[[Any], WireObject]:
         fields = _fields_fn(cls, converter)
         if cls in _ENTRY_CLASSES or cls is model.UsageRow:
@@ -283,6 +281,8 @@ def _expect(cls: type, decode: Callable[[object], Any]) -> Callable[[object, Any
 
 
 def configure_structure(converter: WireConverter, decoders: Mapping[Any, Callable[[object], Any]]) -> None:
+    """Register ``decoders`` (class → decoder) as structure hooks; an entry or write class checks the
+    decoded type."""
     for cl, decode in decoders.items():
         converter.register_structure_hook(cl, lambda obj, _, decode=decode: decode(obj))
     write_decode = decoders[Write]
