@@ -26,10 +26,12 @@ from .model import (
     StoredValue,
     UsageRow,
 )
-from .queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from .queries import BranchQuery, BranchScan, EntryScan, ListReadOptions, UsageScan
 from .writes import Write
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .context import EntryProjector
     from .dump import DumpInventory
     from .findings import CheckReport, Finding
@@ -216,18 +218,7 @@ class SessionMutation(Protocol):
         limit: int | float | None = None,
     ) -> list[ListElement]: ...
 
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]: ...
+    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def get_stats(self) -> SessionStats: ...
 
@@ -243,18 +234,7 @@ class Branch(Protocol):
 
     def get_tip_id(self) -> str | None: ...
 
-    def find_entries(
-        self,
-        *,
-        start: str | None = None,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]: ...
+    def find_entries(self, *, start: str | None = None, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None: ...
 
@@ -294,18 +274,7 @@ class Session(Protocol):
         limit: int | float | None = None,
     ) -> list[ListElement]: ...
 
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]: ...
+    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def get_stats(self) -> SessionStats: ...
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
@@ -52,8 +52,11 @@ from .model import (
     StoredValue,
 )
 from .mutation_line import MutationLine, MutationTicket
-from .queries import LIST_READ_DEFAULT_LIMIT, BranchOrder, BranchScan, EntryScan, ListReadOptions, SeqOrder
+from .queries import LIST_READ_DEFAULT_LIMIT, BranchQuery, BranchScan, EntryScan, ListReadOptions, SeqOrder
 from .writes import EntryWrite, Write, append_list, delete_list, delete_value, insert_entry, set_value
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "AdmittedMutation",
@@ -198,31 +201,10 @@ class _StorageReads:
         require_address(address)
         return self._storage.read_list(address, _list_options(cursor, order, limit))
 
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: BranchOrder = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]:
+    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]:
         """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
         self._guard()
-        query = BranchScan(
-            start=start,
-            stop_at_type=stop_at_type,
-            stop_at_id=stop_at_id,
-            type=type,
-            custom_type=custom_type,
-            order=order,
-            limit=limit,
-            cursor=cursor,
-        )
-        return self._storage.scan_branch(query)
+        return self._storage.scan_branch(BranchScan(start=start, **query))
 
     def get_stats(self) -> SessionStats:
         """Message count and usage totals."""
@@ -409,36 +391,19 @@ class StorageBackedBranch:
         """The tip entry id (``None`` for an empty branch); ``SessionInvariantError`` if the tip is gone."""
         return self._session.get_branch_tip(self.name)
 
-    def find_entries(
-        self,
-        *,
-        start: str | None = None,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: BranchOrder | None = None,
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]:
+    def find_entries(self, *, start: str | None = None, **query: Unpack[BranchQuery]) -> list[Entry]:
         """Entries on the path from ``start`` (default: the tip) to the root, newest first by default.
 
         An explicit ``start`` may be any entry and skips the tip lookup; an empty branch gives ``[]``.
+        ``order=None`` means the default.
         """
+        if "order" in query and query["order"] is None:
+            del query["order"]
         if start is None:
             start = self.get_tip_id()
             if start is None:
                 return []
-        return self._session.scan_branch(
-            start,
-            stop_at_type=stop_at_type,
-            stop_at_id=stop_at_id,
-            type=type,
-            custom_type=custom_type,
-            order="newest_first" if order is None else order,
-            limit=limit,
-            cursor=cursor,
-        )
+        return self._session.scan_branch(start, **query)
 
     def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None:
         """The first entry :meth:`find_entries` would return, or ``None``."""
