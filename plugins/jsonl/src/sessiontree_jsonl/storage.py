@@ -325,11 +325,12 @@ class JsonlStorage:
         *,
         expect: Mapping[Address, JsonValue | Absent] | None = None,
         expect_next_seq: int | None = None,
+        idempotent: bool = False,
     ) -> CommitResult:
         """Assign seqs and one timestamp, validate against the file's current state, append one line.
 
-        ``expect``/``expect_next_seq`` (see :meth:`sessiontree.contracts.Storage.commit`) are checked
-        under the writer lock after catching up on other writers' lines; an empty commit with
+        ``expect``/``expect_next_seq`` and ``idempotent`` (see :meth:`sessiontree.contracts.Storage.commit`)
+        are checked under the writer lock after catching up on other writers' lines; an empty commit with
         expectations takes the lock too, so it brings this storage up to date with the file.
 
         Raises :class:`~sessiontree.errors.SessionConflictError` and
@@ -338,7 +339,7 @@ class JsonlStorage:
         :class:`StorageFormatError` when another writer left a corrupt line.
         """
         batch = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq)
+        expectations = Expectations.of(expect, expect_next_seq, idempotent)
         return self._queue.run(lambda: self._commit(batch, expectations))
 
     def _timestamp(self) -> int:
@@ -411,6 +412,12 @@ class JsonlStorage:
         prepared = state.prepare_commit(writes, timestamp, expectations)
         if not writes:  # a commit of preconditions only
             return self._empty_result(timestamp)
+        if prepared.replayed:  # a retry of a commit the file holds: its original result
+            with self._queue.state_lock:
+                stats = self._stats()
+            return CommitResult(
+                first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
+            )
         line, spans = _encode_line(prepared.writes)
         start = generation.known_end
         try:
@@ -423,6 +430,7 @@ class JsonlStorage:
             raise io_error("Failed to append JSONL storage", self._display_path, error) from error
         with self._queue.state_lock:
             _apply_appended(generation, prepared, start, spans)
+            state.mark_commit(prepared)
             generation.known_end = start + len(line)
             generation.line_count += 1
             stats = self._stats()

@@ -53,10 +53,11 @@ class MemoryStorage:
         *,
         expect: Mapping[Address, JsonValue | Absent] | None = None,
         expect_next_seq: int | None = None,
+        idempotent: bool = False,
     ) -> CommitResult:
         """Commit ``writes`` atomically; preconditions as :meth:`sessiontree.contracts.Storage.commit`."""
         writes = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq)
+        expectations = Expectations.of(expect, expect_next_seq, idempotent)
         return self._queue.run(lambda: self._commit(writes, expectations))
 
     def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
