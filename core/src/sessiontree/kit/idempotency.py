@@ -16,7 +16,9 @@ validator then asks :func:`original_commit` before anything else:
 holds a seq is known from the state's :class:`CommitLog`, which records each commit's seq range and id
 count as it is applied: by a fresh commit, and by a JSONL replay for each line (a line is one commit),
 so it is rebuilt from the file when a new process opens it. Writes without an id (a tip move, a value,
-a list element) are matched by position only: a later commit may have replaced what they wrote.
+a list element) are matched by position: a value set must still be stored with the retry's value at
+its seq, or have been replaced by a later commit (a value stored from an earlier seq means the original
+commit did not set it: a conflict); a deleted value or a list element is not checked further.
 A state that does not know the commit holding an entry (a fork's copies, a legacy v3 import) treats a
 retry of it as a conflict rather than guess.
 
@@ -33,9 +35,9 @@ from typing import Protocol
 
 from ..errors import EntryIdConflictError
 from ..expectations import json_equal
-from ..model import ENTRY_CLASSES, Entry, UnknownEntry, UsageRow
+from ..model import ABSENT, ENTRY_CLASSES, Address, Entry, StoredValue, UnknownEntry, UsageRow
 from ..wire import entry_to_wire, usage_row_to_wire
-from ..writes import EntryWrite, UsageWrite, Write
+from ..writes import EntryWrite, UsageWrite, ValueSet, Write
 
 __all__ = ["CommitLog", "OriginalCommit", "RetryReader", "original_commit"]
 
@@ -86,6 +88,10 @@ class RetryReader(Protocol):
         """``(first_seq, end_seq, id_count)`` of the stored commit that used ``seq``, if known."""
         ...
 
+    def get_value(self, address: Address) -> StoredValue | None:
+        """The value stored at a value address."""
+        ...
+
 
 class OriginalCommit(tuple[int, tuple[int, ...], int]):
     """``(first_seq, seqs, timestamp)`` of the stored commit a retry repeats."""
@@ -124,7 +130,20 @@ def original_commit(reader: RetryReader, writes: Sequence[Write]) -> OriginalCom
     span = reader.commit_of(first)
     if span != (first, first + len(writes), len(keyed)):
         raise EntryIdConflictError(_id_of(keyed[0][1]), "was stored by a commit this one does not repeat whole")
+    for index, write in enumerate(writes):
+        if type(write) is ValueSet and not _may_have_set(reader, write, first + index):
+            raise EntryIdConflictError(_id_of(keyed[0][1]), "was stored by a commit that set other values")
     return OriginalCommit((first, tuple(range(first, first + len(writes))), timestamp))
+
+
+def _may_have_set(reader: RetryReader, write: ValueSet, seq: int) -> bool:
+    """False when the stored state shows the commit at ``seq`` did not set ``write``'s value."""
+    key = write.key
+    # A write without a key is stored under the key "undefined", as pi keys it.
+    stored = reader.get_value(Address(write.namespace, "undefined" if key is ABSENT else key, "value"))
+    if stored is None or stored.seq > seq:
+        return True  # deleted or replaced since: nothing left to compare
+    return stored.seq == seq and json_equal(stored.value, write.value)
 
 
 def _id_of(write: Write) -> str:
