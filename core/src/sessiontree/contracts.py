@@ -582,6 +582,11 @@ class Capabilities:
     """Two repositories (processes) may append to one session safely."""
     supports_atomic_replace: bool = False
     """The backing store can replace a whole session atomically (publish, upgrade, compaction)."""
+    supports_compare_and_set: bool = True
+    """Commits honour ``expect`` and branch writes ``expected_tip`` (a conflict writes nothing)."""
+    supports_idempotent_retries: bool = True
+    """``commit(..., idempotent=True)`` and appends with an ``entry_id`` answer a stored commit with its
+    original result (:mod:`sessiontree.kit.idempotency`)."""
 
 
 @runtime_checkable
