@@ -14,6 +14,7 @@ from .extra import RepoExtraSuite
 from .fork_coordination import RepoForkCoordinationSuite
 from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
+from .many_writers import RepoManyWritersSuite
 from .messages import RepoMessagesSuite
 from .ownership import RepoOwnershipSuite
 from .runtime import RepoRuntimeSuite
@@ -27,6 +28,7 @@ __all__ = [
     "RepoForkCoordinationSuite",
     "RepoForkSuite",
     "RepoLifecycleSuite",
+    "RepoManyWritersSuite",
     "RepoMessagesSuite",
     "RepoOwnershipSuite",
     "RepoRuntimeSuite",

@@ -6,7 +6,8 @@ race, a granted mutation may still commit while its session closes, the backend 
 pi requires, and the optional capabilities it claims hold: sessions survive reopening the repository
 (persistence), and two repositories commit to one session in turn (concurrent writers). The session rules
 of :mod:`.session_rules` (pending assistants refused by a mutation's commit, ``create_branch``'s refusals,
-the session state machine) are part of it.
+the session state machine) are part of it, and so are the compare-and-set branch writes and retried
+appends of :mod:`.many_writers`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..capabilities import REQUIRED_CAPABILITIES
 from ..harness import OPERATION_TIMEOUT
 from ._support import RepoSuiteBase, current_value, listed_ids
 from .forks import commit, custom, scoped_values_source_writes
+from .many_writers import RepoManyWritersSuite
 from .session_rules import RepoSessionRulesSuite
 
 __all__ = ["RepoExtraSuite", "SessionDump", "dump_session"]
@@ -127,7 +129,7 @@ def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None
     return outcomes
 
 
-class RepoExtraSuite(RepoSessionRulesSuite, RepoSuiteBase):
+class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoSuiteBase):
     """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
 
     def test_claims_every_capability_pi_requires(self, capabilities: Capabilities) -> None:
