@@ -765,7 +765,7 @@ class StorageBackedSession(_StorageReads):
         the tip is another one, also when another process moved it.
         """
         self._assert_open()
-        _assert_valid_branch_name(name)
+        check_branch_name(name)
         require_optional_str(entry_id, "entry_id")
         tip = values.branch_tip(name)
         storage = self._storage
@@ -789,7 +789,7 @@ class StorageBackedSession(_StorageReads):
         tip is another one, also when another process moved it.
         """
         self._assert_open()
-        _assert_valid_branch_name(name)
+        check_branch_name(name)
         tip = values.branch_tip(name)
         storage = self._storage
 
