@@ -574,7 +574,7 @@ class Replayer:
             raise line_error(self.path, self.line, reason) from error
         for write in writes:
             if isinstance(write, EntryWrite):
-                state.add_entry_node(EntryNode(write.entry))
+                state.add_entry_node(write.entry)
             elif isinstance(write, UsageWrite):
                 state.apply_committed((write,))
                 self.usage_ids.add(write.row.id)
