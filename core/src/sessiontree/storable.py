@@ -10,9 +10,11 @@ field path (``message.content[2].input``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import orjson
 
 from .deepjson import check_storable
@@ -40,6 +42,11 @@ def _refuse(value: Any) -> Any:
 
 def check_new_writes(writes: Sequence[Write]) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` for the first write that cannot be stored."""
+    entries = [write.entry for write in writes if type(write) is EntryWrite]
+    if entries and _entries_proven(entries):
+        if len(entries) == len(writes):
+            return
+        writes = [write for write in writes if type(write) is not EntryWrite]
     records = [record for record in map(_record_of, writes) if record is not None]
     try:
         data = orjson.dumps([record for _, record in records], default=_refuse, option=_FAST_OPTIONS)
@@ -53,6 +60,39 @@ def check_new_writes(writes: Sequence[Write]) -> None:
             check_storable(record, "value")
         else:
             _check_members(record)
+
+
+def _payload_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    names = [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
+    return operator.attrgetter(*names)  # type: ignore[return-value]
+
+
+_NOT_PAYLOAD = frozenset(("id", "parent_id", "seq", "timestamp", "wire_keys"))
+_PAYLOADS = {cls: _payload_getter(cls) for cls in _ENTRY_TYPES}
+_STRING_OR_NONE = frozenset((str, type(None)))
+
+
+def _entries_proven(entries: list[Any]) -> bool:
+    """True when entries of one model class are storable, proven with whole-batch operations: string
+    ids, string or null parents, and every other field (the entry's wire members, ``extra`` nested one
+    level deeper) written by orjson without a null. False means "not proven": the exact check decides."""
+    classes = set(map(type, entries))
+    payload = _PAYLOADS.get(classes.pop()) if len(classes) == 1 else None
+    if payload is None:
+        return False
+    if set(map(type, map(_get_id, entries))) != {str}:
+        return False
+    if not set(map(type, map(_get_parent_id, entries))) <= _STRING_OR_NONE:
+        return False
+    try:
+        data = orjson.dumps(list(map(payload, entries)), default=_refuse, option=_FAST_OPTIONS)
+    except TypeError:
+        return False
+    return b"null" not in data
+
+
+_get_id = operator.attrgetter("id")
+_get_parent_id = operator.attrgetter("parent_id")
 
 
 def _record_of(write: Write) -> tuple[bool, Any] | None:

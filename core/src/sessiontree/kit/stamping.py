@@ -113,10 +113,36 @@ def replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
     changed_setters = tuple(layout.setters[name] for name in changed)
     read_kept = _tuple_getter(kept)
 
+    if len(changed_setters) == 1:
+        (set_first,) = changed_setters
+
+        def replace_one(instance: Any, value: object) -> Any:
+            copy = _new(cls)
+            for set_slot, kept_value in zip(kept_setters, read_kept(instance)):
+                set_slot(copy, kept_value)
+            set_first(copy, value)
+            return copy
+
+        return replace_one
+    if len(changed_setters) == 2:
+        set_first, set_second = changed_setters
+
+        def replace_two(instance: Any, first: object, second: object) -> Any:
+            copy = _new(cls)
+            for set_slot, kept_value in zip(kept_setters, read_kept(instance)):
+                set_slot(copy, kept_value)
+            set_first(copy, first)
+            set_second(copy, second)
+            return copy
+
+        return replace_two
+
     def replace(instance: Any, *values: object) -> Any:
         copy = _new(cls)
-        _drain(map(_call, kept_setters, repeat(copy), read_kept(instance)))
-        _drain(map(_call, changed_setters, repeat(copy), values))
+        for set_slot, value in zip(kept_setters, read_kept(instance)):
+            set_slot(copy, value)
+        for set_slot, value in zip(changed_setters, values, strict=True):
+            set_slot(copy, value)
         return copy
 
     return replace
@@ -148,10 +174,28 @@ def stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
     :class:`StorageValidationError` when ``entry`` is not an attrs instance."""
     stamp = _entry_stampers.get(type(entry))
     if stamp is None:
-        if not attrs.has(type(entry)):
+        stamp = _entry_stampers[type(entry)] = _entry_stamper(type(entry))
+    return stamp(entry, seq, timestamp)  # type: ignore[no-any-return]
+
+
+def _entry_stamper(cls: type) -> Callable[[Any, int, int], EntryWrite]:
+    if not attrs.has(cls):
+
+        def refuse(entry: Any, seq: int, timestamp: int) -> EntryWrite:
             raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
-        stamp = _entry_stampers[type(entry)] = replacer(type(entry), ("seq", "timestamp"))
-    return EntryWrite(stamp(entry, seq, timestamp))
+
+        return refuse
+    replace = replacer(cls, ("seq", "timestamp"))
+    if _write_layout is None:
+        return lambda entry, seq, timestamp: EntryWrite(replace(entry, seq, timestamp))
+    set_entry = _write_layout.setters["entry"]
+
+    def stamp(entry: Any, seq: int, timestamp: int) -> EntryWrite:
+        write = _new(EntryWrite)
+        set_entry(write, replace(entry, seq, timestamp))
+        return write  # type: ignore[no-any-return]
+
+    return stamp
 
 
 def stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
