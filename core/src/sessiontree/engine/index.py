@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import StorageValidationError
-from .records import ENTRY_TYPES, Record
+from ..model import Entry
+from .records import ENTRY_TYPES, Record, entries_of
 
 __all__ = ["EntryIndex"]
 
@@ -35,7 +36,8 @@ class EntryIndex:
         self.seqs: list[int] = []
         self.run_starts: list[int] = []
         self.on_demand = 0
-        """How many records are not entries themselves (0: every record is its entry)."""
+        """How many records are not entries themselves (0: every record is its entry; ``len(self)``:
+        every record is an on-demand one)."""
         self.message_count = 0
 
     def copy(self) -> EntryIndex:
@@ -104,12 +106,20 @@ class EntryIndex:
     def _store(self, records: Sequence[Record], ids: list[str], seqs: list[int], types: list[str]) -> None:
         # Everything of a batch but the run starts, which the callers have appended.
         kinds = set(map(type, records))
-        if not kinds <= ENTRY_TYPES:
+        if kinds.isdisjoint(ENTRY_TYPES):
+            self.on_demand += len(records)
+        elif not kinds <= ENTRY_TYPES:
             self.on_demand += sum(type(record) not in ENTRY_TYPES for record in records)
         self.by_id.update(zip(ids, records))
         self.records.extend(records)
         self.seqs.extend(seqs)
         self.message_count += types.count("message")
+
+    def entries(self, records: list[Record]) -> list[Entry]:
+        """The entries of ``records`` (records of this index)."""
+        if not self.on_demand:
+            return records  # type: ignore[return-value]
+        return entries_of(records, all_on_demand=self.on_demand == len(self.records))
 
     def position(self, record: Record) -> int:
         """Where ``record`` (a stored one) is in seq order."""

@@ -13,7 +13,7 @@ from ..jsjson import template_string as js_string
 from ..model import Address, Entry, EntryStructure, ListElement, StoredValue, UsageRow
 from ..queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
 from .index import EntryIndex
-from .records import Record, entries_of, entry_of, structure_of
+from .records import Record, entry_of, structure_of
 from .store import ABSENT_KEY_SLOT, ValueStore
 
 __all__ = ["Reads", "slice_limit"]
@@ -77,10 +77,19 @@ class Reads:
         return self._index.by_id.get(entry_id)
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        by_id = self._index.by_id
-        if not self._index.on_demand:
+        index = self._index
+        by_id = index.by_id
+        if not index.on_demand:
             # Every record is its entry; a repeated id keeps its first position.
             return {entry_id: record for entry_id in ids if (record := by_id.get(entry_id)) is not None}  # type: ignore[misc]
+        if index.on_demand == len(index):
+            found = {}
+            for entry_id in ids:
+                record = by_id.get(entry_id)
+                if record is not None and entry_id not in found:
+                    held = record.held  # type: ignore[union-attr]
+                    found[entry_id] = held if held is not None else record.entry  # type: ignore[union-attr]
+            return found
         found: dict[str, Entry] = {}
         for entry_id in ids:
             record = by_id.get(entry_id)
@@ -123,9 +132,7 @@ class Reads:
     # --- branch scans ------------------------------------------------------------------------------
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
-        if not self._index.on_demand and _is_plain_walk(query):
-            return self._plain_walk(self._branch_start(query), query)  # type: ignore[return-value]
-        return entries_of(self._scan_branch_records(query))
+        return self._index.entries(self._scan_branch_records(query))
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         return [structure_of(record) for record in self._scan_branch_records(query)]
@@ -189,9 +196,7 @@ class Reads:
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
-        if query.type is None and query.custom_type is None and not self._index.on_demand:
-            return self._seq_window(query)  # type: ignore[return-value]
-        return entries_of(self.scan_entry_nodes(query))
+        return self._index.entries(self.scan_entry_nodes(query))
 
     def scan_entry_nodes(self, query: EntryScan | None = None) -> list[Record]:
         """:meth:`scan_entries` as the stored records (entries, or a backend's on-demand records)."""

@@ -33,7 +33,7 @@ from typing import Annotated, Any, cast
 import msgspec
 
 from sessiontree import deepjson, jsjson
-from sessiontree.engine import OnDemandEntry, Record, SessionState, structure_of
+from sessiontree.engine import EntryNode, OnDemandEntry, Record, SessionState, structure_of
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
 from sessiontree.kit.validation import ADDRESS, ENTRY, USAGE, proves_entry_chain, proves_structures
@@ -563,7 +563,8 @@ class Replayer:
             raise line_error(self.path, self.line, reason) from error
         for write in writes:
             if isinstance(write, EntryWrite):
-                state.add_entry_node(write.entry)
+                # An on-demand record holding its entry, as every record of a file's index is one.
+                state.add_entry_node(EntryNode(write.entry))
             elif isinstance(write, UsageWrite):
                 state.apply_committed((write,))
                 self.usage_ids.add(write.row.id)
