@@ -42,11 +42,8 @@ def _refuse(value: Any) -> Any:
 
 def check_new_writes(writes: Sequence[Write]) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` for the first write that cannot be stored."""
-    entries = [write.entry for write in writes if type(write) is EntryWrite]
-    if entries and _entries_proven(entries):
-        if len(entries) == len(writes):
-            return
-        writes = [write for write in writes if type(write) is not EntryWrite]
+    if _proven(writes):
+        return
     records = [record for record in map(_record_of, writes) if record is not None]
     try:
         data = orjson.dumps([record for _, record in records], default=_refuse, option=_FAST_OPTIONS)
@@ -62,35 +59,77 @@ def check_new_writes(writes: Sequence[Write]) -> None:
             _check_members(record)
 
 
-def _payload_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
-    names = [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
-    return operator.attrgetter(*names)  # type: ignore[return-value]
-
-
-_NOT_PAYLOAD = frozenset(("id", "parent_id", "seq", "timestamp", "wire_keys"))
-_PAYLOADS = {cls: _payload_getter(cls) for cls in _ENTRY_TYPES}
-_STRING_OR_NONE = frozenset((str, type(None)))
-
-
-def _entries_proven(entries: list[Any]) -> bool:
-    """True when entries of one model class are storable, proven with whole-batch operations: string
-    ids, string or null parents, and every other field (the entry's wire members, ``extra`` nested one
-    level deeper) written by orjson without a null. False means "not proven": the exact check decides."""
-    classes = set(map(type, entries))
-    payload = _PAYLOADS.get(classes.pop()) if len(classes) == 1 else None
-    if payload is None:
-        return False
-    if set(map(type, map(_get_id, entries))) != {str}:
-        return False
-    if not set(map(type, map(_get_parent_id, entries))) <= _STRING_OR_NONE:
+def _proven(writes: Sequence[Write]) -> bool:
+    """True when ``writes`` (entries of the model's classes, value and list writes, deletes) are
+    storable, proven with one orjson pass over their payloads: string ids, string or null parents, no
+    seq or timestamp yet, and every other field of an entry (its wire members, ``extra`` nested one level deeper) and every value
+    written without a null. False means "not proven": the exact check decides (and names the error)."""
+    entries = [write.entry for write in writes if type(write) is EntryWrite]
+    payloads: list[Any] | None
+    if len(entries) == len(writes) and len(entries) > 1:
+        payloads = _entry_payloads(entries)
+    else:
+        payloads = []
+        for write in writes:
+            kind = type(write)
+            if kind is EntryWrite:
+                entry = write.entry  # type: ignore[union-attr]
+                payload = _PAYLOADS.get(type(entry))
+                parent = entry.parent_id
+                if (
+                    payload is None
+                    or type(entry.id) is not str
+                    or (parent is not None and type(parent) is not str)
+                    or entry.seq is not None
+                    or entry.timestamp is not None
+                ):
+                    return False
+                payloads.append(payload(entry))
+            elif kind is ValueSet or kind is ListAppend:
+                payloads.append(write.value)  # type: ignore[union-attr]
+            elif kind is UsageWrite:
+                return False
+    if payloads is None:
         return False
     try:
-        data = orjson.dumps(list(map(payload, entries)), default=_refuse, option=_FAST_OPTIONS)
+        data = orjson.dumps(payloads, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         return False
     return b"null" not in data
 
 
+def _payload_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    names = [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
+    getter: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(*names)
+    return getter
+
+
+_NOT_PAYLOAD = frozenset(("id", "parent_id", "seq", "timestamp", "wire_keys"))
+_PAYLOADS = {cls: _payload_getter(cls) for cls in _ENTRY_TYPES}
+_STRING = {str}
+_STRING_OR_NONE = frozenset((str, type(None)))
+
+
+def _entry_payloads(entries: list[Any]) -> list[Any] | None:
+    """The payload fields of entries of one model class with string ids and string or null parents,
+    one C-level pass each; ``None`` otherwise."""
+    classes = set(map(type, entries))
+    payload = _PAYLOADS.get(classes.pop()) if len(classes) == 1 else None
+    if payload is None:
+        return None
+    if set(map(type, map(_get_id, entries))) != _STRING:
+        return None
+    if not set(map(type, map(_get_parent_id, entries))) <= _STRING_OR_NONE:
+        return None
+    # A new entry has no seq or timestamp yet (one that has them takes the exact check).
+    if set(map(_get_seq, entries)) != _NONE or set(map(_get_timestamp, entries)) != _NONE:
+        return None
+    return list(map(payload, entries))
+
+
+_NONE = {None}
+_get_seq = operator.attrgetter("seq")
+_get_timestamp = operator.attrgetter("timestamp")
 _get_id = operator.attrgetter("id")
 _get_parent_id = operator.attrgetter("parent_id")
 

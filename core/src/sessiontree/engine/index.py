@@ -12,7 +12,7 @@ import bisect
 import itertools
 import operator
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ..errors import StorageValidationError
 from ..model import Entry
@@ -66,7 +66,7 @@ class EntryIndex:
             self.on_demand += 1
         self.by_id[record.id] = record
         records.append(record)
-        self.seqs.append(record.seq)  # type: ignore[arg-type]
+        self.seqs.append(cast(int, record.seq))
         if record.type == "message":
             self.message_count += 1
 
@@ -118,12 +118,12 @@ class EntryIndex:
     def entries(self, records: list[Record]) -> list[Entry]:
         """The entries of ``records`` (records of this index)."""
         if not self.on_demand:
-            return records  # type: ignore[return-value]
+            return cast("list[Entry]", records)
         return entries_of(records, all_on_demand=self.on_demand == len(self.records))
 
     def position(self, record: Record) -> int:
         """Where ``record`` (a stored one) is in seq order."""
-        return bisect.bisect_left(self.seqs, record.seq)  # type: ignore[arg-type]
+        return bisect.bisect_left(self.seqs, cast(int, record.seq))
 
     def path(self, start: Record, items: list[T], limit: int | None = None) -> list[T]:
         """The items parallel to :attr:`records` (records, or anything aligned with them) on the path
@@ -132,7 +132,7 @@ class EntryIndex:
         path: list[T] = []
         record = start
         while True:
-            position = bisect.bisect_left(seqs, record.seq)  # type: ignore[arg-type]
+            position = bisect.bisect_left(seqs, cast(int, record.seq))
             first = run_starts[position]
             segment = items[first : position + 1]
             segment.reverse()

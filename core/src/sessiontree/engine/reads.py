@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Set
-from typing import TypeVar
+from typing import SupportsInt, TypeVar, cast
 
 from ..errors import InvalidQueryError, StorageValidationError
 from ..jsjson import safe_integer
@@ -31,9 +31,7 @@ def slice_limit(limit: object) -> int | None:
         if math.isinf(limit):
             return None if limit > 0 else 0
         return max(0, math.trunc(limit))
-    if isinstance(limit, int):
-        return max(0, limit)
-    return max(0, int(limit))  # type: ignore[call-overload]
+    return max(0, int(cast(SupportsInt, limit)))
 
 
 def _is_plain_walk(query: BranchScan) -> bool:
@@ -45,6 +43,11 @@ def _is_plain_walk(query: BranchScan) -> bool:
         and query.custom_type is None
         and query.cursor is None
     )
+
+
+def _after(seq: int | None, cursor: int, oldest_first: bool) -> bool:
+    """Whether a record of seq ``seq`` is past the cursor in the walk's order."""
+    return seq is not None and (seq > cursor if oldest_first else seq < cursor)
 
 
 def _element_seq(element: ListElement) -> int:
@@ -82,15 +85,14 @@ class Reads:
         if not index.on_demand:
             # Every record is its entry; a repeated id keeps its first position.
             return {entry_id: record for entry_id in ids if (record := by_id.get(entry_id)) is not None}  # type: ignore[misc]
+        found: dict[str, Entry] = {}
         if index.on_demand == len(index):
-            found = {}
             for entry_id in ids:
                 record = by_id.get(entry_id)
                 if record is not None and entry_id not in found:
                     held = record.held  # type: ignore[union-attr]
                     found[entry_id] = held if held is not None else record.entry  # type: ignore[union-attr]
             return found
-        found: dict[str, Entry] = {}
         for entry_id in ids:
             record = by_id.get(entry_id)
             if record is not None and entry_id not in found:
@@ -183,7 +185,7 @@ class Reads:
             if (
                 (want_type is None or record.type == want_type)
                 and (want_custom is None or record.custom_type == want_custom)
-                and (cursor is None or (record.seq > cursor if oldest_first else record.seq < cursor))
+                and (cursor is None or _after(record.seq, cursor, oldest_first))
             ):
                 result.append(record)
                 if limit is not None and len(result) >= limit:

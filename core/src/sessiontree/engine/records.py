@@ -11,7 +11,7 @@ for backends that have no class of their own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, cast
 
 from ..model import ABSENT, ENTRY_CLASSES, Entry, EntryStructure, UnknownEntry
 
@@ -82,9 +82,10 @@ class EntryNode:
 def entry_of(record: Record) -> Entry:
     """The full entry of a record (itself, its held entry, or the one it loads)."""
     if type(record) in ENTRY_TYPES:
-        return record  # type: ignore[return-value]
-    held = record.held  # type: ignore[union-attr]
-    return held if held is not None else record.entry  # type: ignore[union-attr]
+        return cast(Entry, record)
+    on_demand = cast(OnDemandEntry, record)
+    held = on_demand.held
+    return held if held is not None else on_demand.entry
 
 
 def entries_of(records: list[Record], *, all_on_demand: bool) -> list[Entry]:
@@ -92,16 +93,8 @@ def entries_of(records: list[Record], *, all_on_demand: bool) -> list[Entry]:
     (a lazy backend's index), which spares a type test per record."""
     if all_on_demand:
         # Reading ``held`` first skips the ``entry`` call (and its loader) for an entry at hand.
-        return [held if (held := r.held) is not None else r.entry for r in records]  # type: ignore[union-attr]
-    entry_types = ENTRY_TYPES
-    return [
-        record
-        if type(record) in entry_types
-        else held
-        if (held := record.held) is not None  # type: ignore[union-attr]
-        else record.entry  # type: ignore[union-attr]
-        for record in records
-    ]  # type: ignore[misc]
+        return [held if (held := r.held) is not None else r.entry for r in cast("list[OnDemandEntry]", records)]
+    return list(map(entry_of, records))
 
 
 def structure_of(record: Record) -> EntryStructure:
@@ -109,8 +102,8 @@ def structure_of(record: Record) -> EntryStructure:
     return EntryStructure(
         id=record.id,
         parent_id=record.parent_id,
-        seq=record.seq,  # type: ignore[arg-type]
-        timestamp=record.timestamp,  # type: ignore[arg-type]
+        seq=cast(int, record.seq),
+        timestamp=cast(int, record.timestamp),
         type=record.type,
         custom_type=record.custom_type,
     )

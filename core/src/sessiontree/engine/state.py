@@ -12,6 +12,7 @@ a file-backed storage may store on-demand records instead, whose payload stays o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import cast
 
 from ..contracts import ForkOptions
 from ..errors import StorageValidationError
@@ -19,7 +20,6 @@ from ..expectations import Expectations
 from ..fork import ForkPlan
 from ..jsjson import safe_integer
 from ..jsjson import template_string as js_string
-from ..kit.stamping import constructor
 from ..kit.validation import PreparedCommit, is_entry_then_value, prepare_commit, validate_committed
 from ..model import CommitResult, ListElement, SessionStats, StoredValue, UsageRow
 from ..writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
@@ -30,8 +30,6 @@ from .records import Record, entry_of
 from .store import ValueStore
 
 __all__ = ["SessionState"]
-
-_commit_result = constructor(CommitResult)
 
 
 class SessionState(Reads):
@@ -54,7 +52,9 @@ class SessionState(Reads):
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
         stats = self.apply_committed(prepared.writes)
-        return _commit_result(prepared.first_seq, prepared.seqs, prepared.timestamp, stats)
+        return CommitResult(
+            first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
+        )
 
     def validate_committed(self, writes: Sequence[Write]) -> None:
         """The commit validator (:func:`sessiontree.kit.validate_committed`) for writes that carry their
@@ -65,11 +65,12 @@ class SessionState(Reads):
         """Apply committed writes that passed :meth:`validate_committed`; returns the new stats."""
         if type(writes) is tuple or type(writes) is list:
             if is_entry_then_value(writes):  # a branch append
-                entry_write, value_set = writes
-                self._index.append(entry_write.entry)  # type: ignore[union-attr]
-                self._store.set_value(value_set)  # type: ignore[arg-type]
-                self.next_seq = value_set.seq + 1  # type: ignore[operator]
-                if entry_write.entry.type == "message":  # type: ignore[union-attr]
+                entry = cast(EntryWrite, writes[0]).entry
+                value_set = cast(ValueSet, writes[1])
+                self._index.append(entry)
+                self._store.set_value(value_set)
+                self.next_seq = cast(int, value_set.seq) + 1
+                if entry.type == "message":
                     self._stats = None
                 return self.get_stats()
             entries = [write.entry for write in writes if type(write) is EntryWrite]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..kit.stamping import constructor
+from typing import cast
+
 from ..model import ABSENT, Address, ListElement, SessionStats, StoredValue, UsageRow
 from ..usage import add_usage, empty_usage, summable_usage
 from ..writes import ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -42,7 +43,7 @@ class ValueStore:
             if namespace is not None and namespace.pop(slot(write.key), None) is not None and not namespace:
                 del self.values[write.namespace]
         elif isinstance(write, ListAppend):
-            element = _list_element(write.seq, write.value)
+            element = ListElement(seq=write.seq, value=write.value)  # type: ignore[arg-type]
             self.lists.setdefault((write.namespace, slot(write.key)), []).append(element)
         elif isinstance(write, ListDelete):
             self.lists.pop((write.namespace, slot(write.key)), None)
@@ -50,29 +51,23 @@ class ValueStore:
             raise TypeError(f"Not a value, list or usage write: {write!r}")
 
     def set_value(self, write: ValueSet) -> None:
-        namespace, key = write.namespace, write.key
+        namespace, raw_key = write.namespace, cast(object, write.key)
         values = self.values.get(namespace)
         if values is None:
             values = self.values[namespace] = {}
-        stored_at = key
-        if key is ABSENT:
-            stored_at, key = slot(key), ""
+        stored_at = slot(raw_key)
+        key = "" if raw_key is ABSENT else stored_at
         previous = values.get(stored_at)
         # The address of the value it replaces is equal (same namespace, key and kind): share it.
         if previous is None or previous.address.key != key:
             address = Address(namespace, key, "value")
         else:
             address = previous.address
-        values[stored_at] = _stored_value(address, write.value, write.seq)
+        values[stored_at] = StoredValue(address=address, value=write.value, seq=write.seq)  # type: ignore[arg-type]
 
     def get_value(self, address: Address) -> StoredValue | None:
         namespace = self.values.get(address.namespace)
         return None if namespace is None else namespace.get(address.key)
 
     def stats(self, message_count: int) -> SessionStats:
-        return _session_stats(message_count, self.usage_total)
-
-
-_stored_value = constructor(StoredValue)
-_list_element = constructor(ListElement)
-_session_stats = constructor(SessionStats)
+        return SessionStats(message_count=message_count, usage=self.usage_total)

@@ -26,7 +26,7 @@ from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete
 
 __all__ = ["SlotLayout", "constructor", "replacer", "slot_layout", "stamp_entries", "stamp_entry", "with_seq"]
 
-_new = object.__new__
+_new: Callable[[type], Any] = object.__new__
 _call = operator.call
 
 
@@ -43,14 +43,6 @@ class SlotLayout:
     cls: type
     names: tuple[str, ...]
     setters: dict[str, Callable[[object, object], None]]
-
-    def build(self, values: Sequence[object]) -> Any:
-        """An instance with the fields set to ``values`` (in field order)."""
-        if len(values) != len(self.names):
-            raise TypeError(f"{self.cls.__name__} takes {len(self.names)} fields, got {len(values)}")
-        instance = _new(self.cls)
-        _drain(map(_call, self.setters.values(), repeat(instance), values))
-        return instance
 
     def copies(self, instances: Sequence[object], changed: dict[str, Iterable[object]]) -> list[Any]:
         """Copies of ``instances`` (all of :attr:`cls`), each field read from its original unless
@@ -162,7 +154,18 @@ def constructor(cls: type) -> Callable[..., Any]:
     layout = slot_layout(cls)
     if layout is None:
         return lambda *values: cls(**dict(zip(aliases, values, strict=True)))
-    return lambda *values: layout.build(values)
+    setters = tuple(layout.setters.values())
+    count = len(setters)
+
+    def build(*values: object) -> Any:
+        if len(values) != count:
+            raise TypeError(f"{cls.__name__} takes {count} fields, got {len(values)}")
+        instance = _new(cls)
+        for set_slot, value in zip(setters, values):
+            set_slot(instance, value)
+        return instance
+
+    return build
 
 
 _entry_stampers: dict[type, Callable[[Any, int, int], Any]] = {}
@@ -175,7 +178,7 @@ def stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
     stamp = _entry_stampers.get(type(entry))
     if stamp is None:
         stamp = _entry_stampers[type(entry)] = _entry_stamper(type(entry))
-    return stamp(entry, seq, timestamp)  # type: ignore[no-any-return]
+    return stamp(entry, seq, timestamp)
 
 
 def _entry_stamper(cls: type) -> Callable[[Any, int, int], EntryWrite]:
@@ -191,9 +194,9 @@ def _entry_stamper(cls: type) -> Callable[[Any, int, int], EntryWrite]:
     set_entry = _write_layout.setters["entry"]
 
     def stamp(entry: Any, seq: int, timestamp: int) -> EntryWrite:
-        write = _new(EntryWrite)
+        write: EntryWrite = _new(EntryWrite)
         set_entry(write, replace(entry, seq, timestamp))
-        return write  # type: ignore[no-any-return]
+        return write
 
     return stamp
 
@@ -221,5 +224,7 @@ def with_seq(write: Write, seq: int, timestamp: int) -> Write:
             raise StorageValidationError(f"Usage write does not hold a usage row: {write.row!r}")
         return UsageWrite(replacer(UsageRow, ("seq",))(write.row, seq))
     if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-        return replacer(type(write), ("seq",))(write, seq)  # type: ignore[no-any-return]
+        kind: type = type(write)
+        replaced: Write = replacer(kind, ("seq",))(write, seq)
+        return replaced
     raise StorageValidationError(f"Unsupported write: {write!r}")
