@@ -1,6 +1,6 @@
 """The engine's branch-append path (an entry insert, then a value set) gives exactly what the general
 per-write path gives: the same committed writes, the same first error in pi's wording, the same state.
-Also the generated stampers and constructors build what the attrs classes build."""
+Also the exec-free stampers and constructors build what the attrs classes build."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def assert_same_state(left: SessionState, right: SessionState) -> None:
     assert list(left.iter_current_writes()) == list(right.iter_current_writes())
 
 
-# --- generated stampers and constructors ------------------------------------------------------------
+# --- stampers and constructors (slot layouts, no generated code) ---------------------------------------
 
 
 def test_the_entry_stamper_builds_what_evolve_builds() -> None:
