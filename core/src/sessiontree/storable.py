@@ -19,7 +19,7 @@ import orjson
 
 from .deepjson import check_storable
 from .errors import StorageContentError
-from .model import ENTRY_CLASSES, UnknownEntry, UsageRow
+from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow
 from .wire import entry_to_wire, usage_row_to_wire
 from .writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
@@ -98,14 +98,20 @@ def _proven(writes: Sequence[Write]) -> bool:
     return b"null" not in data
 
 
+def _payload_names(cls: type) -> list[str]:
+    """An entry class's fields but the ids, seq, timestamp and key order: what its wire members hold."""
+    return [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
+
+
 def _payload_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
-    names = [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
+    names = _payload_names(cls)
     getter: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(*names)
     return getter
 
 
 _NOT_PAYLOAD = frozenset(("id", "parent_id", "seq", "timestamp", "wire_keys"))
 _PAYLOADS = {cls: _payload_getter(cls) for cls in _ENTRY_TYPES}
+_PAYLOAD_NAMES = {cls: _payload_names(cls) for cls in _ENTRY_TYPES}
 _STRING = {str}
 _STRING_OR_NONE = frozenset((str, type(None)))
 
@@ -124,7 +130,14 @@ def _entry_payloads(entries: list[Any]) -> list[Any] | None:
     # A new entry has no seq or timestamp yet (one that has them takes the exact check).
     if set(map(_get_seq, entries)) != _NONE or set(map(_get_timestamp, entries)) != _NONE:
         return None
-    return list(map(payload, entries))
+    # Field by field, leaving out a field no entry has (ABSENT is storable, and orjson reads an enum's
+    # value through a Python property: 0.3 µs per entry for the usual two absent fields).
+    columns = []
+    for name in _PAYLOAD_NAMES[type(entries[0])]:
+        column = list(map(operator.attrgetter(name), entries))
+        if column.count(ABSENT) != len(column):
+            columns.append(column)
+    return columns
 
 
 _NONE = {None}
