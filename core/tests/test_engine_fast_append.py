@@ -1,6 +1,6 @@
 """The engine's branch-append path (an entry insert, then a value set) gives exactly what the general
 per-write path gives: the same committed writes, the same first error in pi's wording, the same state.
-Also the generated stampers and constructors build what the attrs classes build."""
+Also the exec-free stampers and constructors build what the attrs classes build."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from sessiontree.engine import SessionState
+from sessiontree.engine import SessionState, structure_of
 from sessiontree.kit import PreparedCommit
 from sessiontree.kit.stamping import constructor as _constructor
 from sessiontree.kit.stamping import stamp_entry as _stamp_entry
@@ -167,15 +167,15 @@ def test_a_second_value_set_at_an_address_stores_what_a_fresh_one_would() -> Non
 def assert_same_state(left: SessionState, right: SessionState) -> None:
     assert left.next_seq == right.next_seq
     assert left.scan_entries() == right.scan_entries()
-    assert [n.structure() for n in left.iter_nodes()] == [n.structure() for n in right.iter_nodes()]
-    assert left._run_starts == right._run_starts
-    assert (left._held is None) == (right._held is None)
+    assert list(map(structure_of, left.iter_nodes())) == list(map(structure_of, right.iter_nodes()))
+    assert left._index.run_starts == right._index.run_starts
+    assert left._index.on_demand == right._index.on_demand
     assert sorted(map(repr, left.iter_values())) == sorted(map(repr, right.iter_values()))
     assert left.get_stats() == right.get_stats()
     assert list(left.iter_current_writes()) == list(right.iter_current_writes())
 
 
-# --- generated stampers and constructors ------------------------------------------------------------
+# --- stampers and constructors (slot layouts, no generated code) ---------------------------------------
 
 
 def test_the_entry_stamper_builds_what_evolve_builds() -> None:

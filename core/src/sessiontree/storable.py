@@ -10,14 +10,16 @@ field path (``message.content[2].input``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import orjson
 
 from .deepjson import check_storable
 from .errors import StorageContentError
-from .model import ENTRY_CLASSES, UnknownEntry, UsageRow
+from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow
 from .wire import entry_to_wire, usage_row_to_wire
 from .writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
@@ -40,6 +42,8 @@ def _refuse(value: Any) -> Any:
 
 def check_new_writes(writes: Sequence[Write]) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` for the first write that cannot be stored."""
+    if _proven(writes):
+        return
     records = [record for record in map(_record_of, writes) if record is not None]
     try:
         data = orjson.dumps([record for _, record in records], default=_refuse, option=_FAST_OPTIONS)
@@ -53,6 +57,94 @@ def check_new_writes(writes: Sequence[Write]) -> None:
             check_storable(record, "value")
         else:
             _check_members(record)
+
+
+def _proven(writes: Sequence[Write]) -> bool:
+    """True when ``writes`` (entries of the model's classes, value and list writes, deletes) are
+    storable, proven with one orjson pass over their payloads: string ids, string or null parents, no
+    seq or timestamp yet, and every other field of an entry (its wire members, ``extra`` nested one level deeper) and every value
+    written without a null. False means "not proven": the exact check decides (and names the error)."""
+    entries = [write.entry for write in writes if type(write) is EntryWrite]
+    payloads: list[Any] | None
+    if len(entries) == len(writes) and len(entries) > 1:
+        payloads = _entry_payloads(entries)
+    else:
+        payloads = []
+        for write in writes:
+            kind = type(write)
+            if kind is EntryWrite:
+                entry = write.entry  # type: ignore[union-attr]
+                payload = _PAYLOADS.get(type(entry))
+                parent = entry.parent_id
+                if (
+                    payload is None
+                    or type(entry.id) is not str
+                    or (parent is not None and type(parent) is not str)
+                    or entry.seq is not None
+                    or entry.timestamp is not None
+                ):
+                    return False
+                payloads.append(payload(entry))
+            elif kind is ValueSet or kind is ListAppend:
+                payloads.append(write.value)  # type: ignore[union-attr]
+            elif kind is UsageWrite:
+                return False
+    if payloads is None:
+        return False
+    try:
+        data = orjson.dumps(payloads, default=_refuse, option=_FAST_OPTIONS)
+    except TypeError:
+        return False
+    return b"null" not in data
+
+
+def _payload_names(cls: type) -> list[str]:
+    """An entry class's fields but the ids, seq, timestamp and key order: what its wire members hold."""
+    return [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
+
+
+def _payload_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    names = _payload_names(cls)
+    getter: Callable[[Any], tuple[Any, ...]] = operator.attrgetter(*names)
+    return getter
+
+
+_NOT_PAYLOAD = frozenset(("id", "parent_id", "seq", "timestamp", "wire_keys"))
+_PAYLOADS = {cls: _payload_getter(cls) for cls in _ENTRY_TYPES}
+_PAYLOAD_NAMES = {cls: _payload_names(cls) for cls in _ENTRY_TYPES}
+_STRING = {str}
+_STRING_OR_NONE = frozenset((str, type(None)))
+
+
+def _entry_payloads(entries: list[Any]) -> list[Any] | None:
+    """The payload fields of entries of one model class with string ids and string or null parents,
+    one C-level pass each; ``None`` otherwise."""
+    classes = set(map(type, entries))
+    payload = _PAYLOADS.get(classes.pop()) if len(classes) == 1 else None
+    if payload is None:
+        return None
+    if set(map(type, map(_get_id, entries))) != _STRING:
+        return None
+    if not set(map(type, map(_get_parent_id, entries))) <= _STRING_OR_NONE:
+        return None
+    # A new entry has no seq or timestamp yet (one that has them takes the exact check).
+    if set(map(_get_seq, entries)) != _NONE or set(map(_get_timestamp, entries)) != _NONE:
+        return None
+    # Field by field, leaving out a field no entry has (ABSENT is storable, and orjson reads an enum's
+    # value through a Python property: 0.3 µs per entry for the usual two absent fields).
+    columns = []
+    for name in _PAYLOAD_NAMES[type(entries[0])]:
+        column = list(map(operator.attrgetter(name), entries))
+        if column.count(ABSENT) != len(column):
+            columns.append(column)
+    return columns
+
+
+_NONE = {None}
+_get_seq = operator.attrgetter("seq")
+_get_timestamp = operator.attrgetter("timestamp")
+_get_id = operator.attrgetter("id")
+_get_parent_id = operator.attrgetter("parent_id")
 
 
 def _record_of(write: Write) -> tuple[bool, Any] | None:

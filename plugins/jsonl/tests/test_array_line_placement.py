@@ -1,6 +1,6 @@
-"""Nodes replayed from an array line are placed (given their element's offset and length) on the first
-read from that line: opening decodes each line once, and the element boundaries are found only for
-lines something reads from."""
+"""Nodes replayed from an array line know their line and their element number; the element's offset
+and length are found on the first read from that line: opening decodes each line once, and the
+element boundaries are found only for lines something reads from."""
 
 from __future__ import annotations
 
@@ -45,6 +45,14 @@ def _lazy_nodes(storage: JsonlStorage) -> dict[str, LazyEntryNode]:
     return {n.id: n for n in storage._generation.state.iter_nodes() if isinstance(n, LazyEntryNode)}
 
 
+def _span(storage: JsonlStorage, node: LazyEntryNode) -> tuple[int, int]:
+    return storage._generation.source.loader.element_span(node)
+
+
+def _placed_lines(storage: JsonlStorage) -> set[int]:
+    return set(storage._generation.source.loader.array_lines)
+
+
 def _write(path: Path, *lines: bytes) -> None:
     path.write_bytes(b"\n".join([jsjson.dumpb(_HEADER), *lines]) + b"\n")
 
@@ -59,18 +67,25 @@ def test_nodes_of_an_array_line_start_unplaced_and_each_read_places_its_node_on_
     raw = path.read_bytes()
     with JsonlStorage.open(path) as storage:
         nodes = _lazy_nodes(storage)
-        assert [nodes[f"e{i}"].length for i in range(7)] == [-1, -2, -3, -4, -1, -2, -3]
-        got = storage.get_entries(["e2", "e5"])
-        assert got["e2"].id == "e2" and got["e5"].message["content"][0]["text"] == "5:yyyyy"
+        assert [nodes[f"e{i}"].element for i in range(7)] == [0, 1, 2, 3, 0, 1, 2]
+        line_offsets = {nodes["e0"].offset, nodes["e4"].offset}
+        assert len(line_offsets) == 2 and _placed_lines(storage) == set()
+        got = storage.get_entries(["e2"])
+        assert got["e2"].id == "e2"
+        # Only the line read from is placed; the other stays unplaced until read.
+        assert _placed_lines(storage) == {nodes["e0"].offset}
+        assert storage.get_entries(["e5"])["e5"].message["content"][0]["text"] == "5:yyyyy"
+        assert _placed_lines(storage) == line_offsets
         for name, element in (("e2", first[2]), ("e5", second[1])):
-            node = nodes[name]
-            assert raw[node.offset : node.offset + node.length] == jsjson.dumpb(element)
-        # The other nodes stay unplaced until read; reading them all gives every entry back.
-        assert nodes["e0"].length == -1
+            offset, length = _span(storage, nodes[name])
+            assert raw[offset : offset + length] == jsjson.dumpb(element)
         assert [e.id for e in storage.get_entries([f"e{i}" for i in range(7)]).values()] == [
             f"e{i}" for i in range(7)
         ]
-        assert all(n.length > 0 for n in nodes.values())
+        elements = [*first, *second]
+        for i in range(7):
+            offset, length = _span(storage, nodes[f"e{i}"])
+            assert length > 0 and raw[offset : offset + length] == jsjson.dumpb(elements[i])
 
 
 def test_an_array_line_with_spaces_and_a_usage_row_is_placed_by_searching_for_each_object(
@@ -85,8 +100,9 @@ def test_an_array_line_with_spaces_and_a_usage_row_is_placed_by_searching_for_ea
         entries = storage.get_entries(["e1", "e0"])
         assert sorted(entries) == ["e0", "e1"]
         nodes = _lazy_nodes(storage)
-        assert raw[nodes["e1"].offset : nodes["e1"].offset + nodes["e1"].length] == parts[2]
-        assert raw[nodes["e0"].offset : nodes["e0"].offset + nodes["e0"].length] == parts[0]
+        for name, part in (("e1", parts[2]), ("e0", parts[0])):
+            offset, length = _span(storage, nodes[name])
+            assert raw[offset : offset + length] == part
 
 
 def test_element_spans_of_compact_and_spaced_arrays() -> None:

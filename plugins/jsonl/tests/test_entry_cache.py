@@ -67,17 +67,23 @@ def _nodes(storage: JsonlStorage) -> list[LazyEntryNode]:
     return lazy
 
 
+def _size(storage: JsonlStorage, node: LazyEntryNode) -> int:
+    """The length of the JSON object holding the node's entry."""
+    return storage._generation.source.loader.element_span(node)[1]
+
+
 def _fresh_source(storage: JsonlStorage, cache_bytes: int) -> tuple[EntrySource, _CountingHandle]:
     """Point every node at a new source over a counting handle, with nothing held yet.
 
-    Every node is placed first (read once through the old source), so the new handle counts entry
-    reads only.
+    Every node is placed first (read once through the old source, whose element spans the new one
+    takes over), so the new handle counts entry reads only.
     """
     generation = storage._generation
     storage.get_entries([n.id for n in _nodes(storage)])
-    assert all(n.length > 0 for n in _nodes(storage))
+    assert all(_size(storage, n) > 0 for n in _nodes(storage))
     handle = _CountingHandle(generation.source.handle)
     source = EntrySource(handle, "s.jsonl", cache_bytes=cache_bytes)  # type: ignore[arg-type]
+    source.loader.array_lines.update(generation.source.loader.array_lines)
     for node in _nodes(storage):
         node.held = None
         node.loader = source.loader
@@ -105,8 +111,8 @@ def test_the_budget_bounds_what_is_held_and_evicts_the_oldest_first(
     ids = all_ids[1:]  # the first entry has no parent: its JSON is shorter
     nodes = [n for n in _nodes(storage) if n.id in ids]
     _, handle = _fresh_source(storage, cache_bytes=1)
-    length = nodes[0].length
-    assert all(n.length == length for n in nodes)
+    length = _size(storage, nodes[0])
+    assert all(_size(storage, n) == length for n in nodes)
     _, handle = _fresh_source(storage, cache_bytes=3 * length)
     for entry_id in ids[:5]:
         storage.get_entries([entry_id])

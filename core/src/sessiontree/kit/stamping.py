@@ -1,15 +1,21 @@
 """Stamping a commit's writes with their seqs and the commit's timestamp, fast.
 
 Writes are frozen attrs instances; a committed write is a copy with ``seq`` (and an entry's
-``timestamp``) set. ``attrs.evolve`` inspects the class's fields on every call, which was a third of the
-cost of a commit, so each class gets a generated copy function built once (:func:`replacer`,
-:func:`constructor`).
+``timestamp``) set. ``attrs.evolve`` inspects the class's fields and parses keyword arguments on every
+call, which was a third of the cost of a commit. Instead each class's slot layout is read once
+(:class:`SlotLayout`) and a copy is a blank instance whose slots are set through their descriptors;
+a batch of entries of one class is stamped field by field (:func:`stamp_entries`), one C-level pass per
+field instead of one Python call per entry.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import types
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 import attrs
@@ -18,92 +24,46 @@ from ..errors import StorageValidationError
 from ..model import Entry, UsageRow
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
-__all__ = ["constructor", "replacer", "stamp_entries", "stamp_entry", "with_seq"]
+__all__ = ["SlotLayout", "constructor", "replacer", "slot_layout", "stamp_entries", "stamp_entry", "with_seq"]
+
+_new: Callable[[type], Any] = object.__new__
+_call = operator.call
 
 
-_REPLACERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
+def _drain(iterator: Iterable[object]) -> None:
+    deque(iterator, maxlen=0)
 
 
-def replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    """``attrs.evolve(instance, **dict(zip(changed, values)))`` for one attrs class, as a generated
-    function ``replace(instance, *values)``.
+@attrs.frozen
+class SlotLayout:
+    """The init fields of a *clonable* attrs class (see :func:`slot_layout`), in field order, with each
+    slot's setter: an instance is exactly these slots, so setting them all on a blank instance builds
+    what ``__init__`` would."""
 
-    ``attrs.evolve`` inspects the class's fields on every call, which was a third of the cost of
-    assigning seqs in a commit; this builds the keyword call once per class.
-    """
-    replace = _REPLACERS.get((cls, changed))
-    if replace is None:
-        replace = _REPLACERS[(cls, changed)] = _build_replacer(cls, changed)
-    return replace
+    cls: type
+    names: tuple[str, ...]
+    setters: dict[str, Callable[[object, object], None]]
 
-
-def _build_replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    fields = _init_fields(cls, changed)
-    namespace: dict[str, Any] = {"cls": cls}
-    if _clonable(cls):
-        body = [*_clone_lines(cls, fields, changed, namespace), "    return copy"]
-    else:
-        arguments = ", ".join(
-            f"{field.alias}={field.name if field.name in changed else 'instance.' + field.name}"
-            for field in fields
-        )
-        body = [f"    return cls({arguments})"]
-    return _compile(f"def replace(instance, {', '.join(changed)}):", body, namespace, cls)
+    def copies(self, instances: Sequence[object], changed: dict[str, Iterable[object]]) -> list[Any]:
+        """Copies of ``instances`` (all of :attr:`cls`), each field read from its original unless
+        ``changed`` gives the new values of that field (one per instance), one pass per field."""
+        copies = list(map(_new, repeat(self.cls, len(instances))))
+        for name, setter in self.setters.items():
+            values = changed.get(name)
+            _drain(map(setter, copies, map(operator.attrgetter(name), instances) if values is None else values))
+        return copies
 
 
-def _init_fields(cls: type, changed: tuple[str, ...]) -> list[attrs.Attribute[Any]]:
-    fields = [field for field in attrs.fields(cls) if field.init]
-    unknown = set(changed) - {field.name for field in fields}
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
-    return fields
-
-
-def _clone_lines(
-    cls: type, fields: list[attrs.Attribute[Any]], changed: tuple[str, ...], namespace: dict[str, Any]
-) -> list[str]:
-    """Source lines making ``copy``: a blank ``cls`` whose slots are set from ``instance`` (the
-    ``changed`` ones from the arguments of the same name).
-
-    No validator, converter or post-init hook (see :func:`_clonable`): setting every slot of a blank
-    instance builds the same object as ``__init__`` without parsing a dozen keyword arguments, and a
-    slot's own setter is cheaper than ``object.__setattr__``.
-    """
-    namespace["new"] = object.__new__
-    lines = ["    copy = new(cls)"]
-    for field in fields:
-        namespace[f"set_{field.name}"] = cls.__dict__[field.name].__set__
-        value = field.name if field.name in changed else f"instance.{field.name}"
-        lines.append(f"    set_{field.name}(copy, {value})")
-    return lines
-
-
-def _compile(header: str, body: list[str], namespace: dict[str, Any], cls: type) -> Callable[..., Any]:
-    source = "\n".join([header, *body]) + "\n"
-    name = header[len("def ") : header.index("(")]
-    exec(compile(source, f"<sessiontree {name} {cls.__qualname__}>", "exec"), namespace)
-    return namespace[name]  # type: ignore[no-any-return]
-
-
-def constructor(cls: type) -> Callable[..., Any]:
-    """``cls`` called with its init fields as positional arguments, in field order (a generated
-    function that sets the slots directly when ``cls`` is :func:`_clonable`)."""
-    fields = _init_fields(cls, ())
-    names = tuple(field.name for field in fields)
-    if not _clonable(cls):
-        aliases = [field.alias for field in fields]
-        return lambda *values: cls(**dict(zip(aliases, values, strict=True)))
-    namespace: dict[str, Any] = {"cls": cls}
-    body = [*_clone_lines(cls, fields, names, namespace), "    return copy"]
-    return _compile(f"def build({', '.join(names)}):", body, namespace, cls)
-
-
-def _clonable(cls: type) -> bool:
-    """True when an instance of the attrs class ``cls`` is exactly its own slots, each set verbatim from
-    the init argument of the same name (no validator, converter, init hook or cached hash)."""
+@functools.cache
+def slot_layout(cls: type) -> SlotLayout | None:
+    """The :class:`SlotLayout` of ``cls``, or ``None`` when an instance is more than its slots set
+    verbatim from the init arguments of the same name (a validator, converter, init hook, alias or
+    cached hash), so only ``__init__`` builds it right."""
+    if not attrs.has(cls):
+        return None
     fields = attrs.fields(cls)
     slots = set(cls.__dict__.get("__slots__", ())) - {"__weakref__"}
-    return (
+    clonable = (
         slots == {field.name for field in fields}
         and not hasattr(cls, "__attrs_pre_init__")
         and not hasattr(cls, "__attrs_post_init__")
@@ -116,43 +76,128 @@ def _clonable(cls: type) -> bool:
             for field in fields
         )
     )
+    if not clonable:
+        return None
+    names = tuple(field.name for field in fields)
+    return SlotLayout(cls, names, {name: cls.__dict__[name].__set__ for name in names})
 
 
-_ENTRY_STAMPERS: dict[type, Callable[[Entry, int, int], EntryWrite]] = {}
+def _init_aliases(cls: type, changed: tuple[str, ...]) -> dict[str, str]:
+    """Init field name → keyword of ``cls``; raises when ``changed`` names a field ``cls`` lacks."""
+    aliases = {field.name: field.alias for field in attrs.fields(cls) if field.init}
+    unknown = set(changed) - set(aliases)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no init field(s) {sorted(unknown)}")
+    return aliases
+
+
+@functools.cache
+def replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
+    """``attrs.evolve(instance, **dict(zip(changed, values)))`` for one attrs class, as a function
+    ``replace(instance, *values)`` that reads the class's fields once, not on every call."""
+    aliases = _init_aliases(cls, changed)
+    layout = slot_layout(cls)
+    if layout is None:
+        keywords = tuple(aliases[name] for name in changed)
+        return lambda instance, *values: attrs.evolve(instance, **dict(zip(keywords, values, strict=True)))
+    kept = tuple(name for name in layout.names if name not in changed)
+    kept_setters = tuple(layout.setters[name] for name in kept)
+    changed_setters = tuple(layout.setters[name] for name in changed)
+    read_kept = _tuple_getter(kept)
+
+    if len(changed_setters) == 1:
+        (set_first,) = changed_setters
+
+        def replace_one(instance: Any, value: object) -> Any:
+            copy = _new(cls)
+            for set_slot, kept_value in zip(kept_setters, read_kept(instance)):
+                set_slot(copy, kept_value)
+            set_first(copy, value)
+            return copy
+
+        return replace_one
+    if len(changed_setters) == 2:
+        set_first, set_second = changed_setters
+
+        def replace_two(instance: Any, first: object, second: object) -> Any:
+            copy = _new(cls)
+            for set_slot, kept_value in zip(kept_setters, read_kept(instance)):
+                set_slot(copy, kept_value)
+            set_first(copy, first)
+            set_second(copy, second)
+            return copy
+
+        return replace_two
+
+    def replace(instance: Any, *values: object) -> Any:
+        copy = _new(cls)
+        for set_slot, value in zip(kept_setters, read_kept(instance)):
+            set_slot(copy, value)
+        for set_slot, value in zip(changed_setters, values, strict=True):
+            set_slot(copy, value)
+        return copy
+
+    return replace
+
+
+def _tuple_getter(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """``lambda instance: tuple(getattr(instance, name) for name in names)``, in C for two or more."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda instance: tuple(getattr(instance, name) for name in names)
+
+
+def constructor(cls: type) -> Callable[..., Any]:
+    """``cls`` called with its init fields as positional arguments, in field order (the slots set
+    directly when ``cls`` has a :class:`SlotLayout`)."""
+    aliases = list(_init_aliases(cls, ()).values())
+    layout = slot_layout(cls)
+    if layout is None:
+        return lambda *values: cls(**dict(zip(aliases, values, strict=True)))
+    setters = tuple(layout.setters.values())
+    count = len(setters)
+
+    def build(*values: object) -> Any:
+        if len(values) != count:
+            raise TypeError(f"{cls.__name__} takes {count} fields, got {len(values)}")
+        instance = _new(cls)
+        for set_slot, value in zip(setters, values):
+            set_slot(instance, value)
+        return instance
+
+    return build
+
+
+_entry_stampers: dict[type, Callable[[Any, int, int], Any]] = {}
+_write_layout = slot_layout(EntryWrite)
 
 
 def stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
-    """``EntryWrite(attrs.evolve(entry, seq=seq, timestamp=timestamp))``, through a generated function
-    per entry class; raises :class:`StorageValidationError` when ``entry`` is not an attrs instance."""
-    stamp = _ENTRY_STAMPERS.get(type(entry))
+    """``EntryWrite(attrs.evolve(entry, seq=seq, timestamp=timestamp))``; raises
+    :class:`StorageValidationError` when ``entry`` is not an attrs instance."""
+    stamp = _entry_stampers.get(type(entry))
     if stamp is None:
-        stamp = _entry_stamper(entry)
+        stamp = _entry_stampers[type(entry)] = _entry_stamper(type(entry))
     return stamp(entry, seq, timestamp)
 
 
-def _entry_stamper(entry: Entry) -> Callable[[Entry, int, int], EntryWrite]:
-    cls = type(entry)
+def _entry_stamper(cls: type) -> Callable[[Any, int, int], EntryWrite]:
     if not attrs.has(cls):
-        raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
-    changed = ("seq", "timestamp")
-    fields = _init_fields(cls, changed)
-    if _clonable(cls) and _clonable(EntryWrite):
-        namespace: dict[str, Any] = {"cls": cls, "write_class": EntryWrite}
-        namespace["set_write_entry"] = EntryWrite.__dict__["entry"].__set__
-        body = [
-            *_clone_lines(cls, fields, changed, namespace),
-            "    write = new(write_class)",
-            "    set_write_entry(write, copy)",
-            "    return write",
-        ]
-        stamp = _compile("def stamp(instance, seq, timestamp):", body, namespace, cls)
-    else:
-        replace = replacer(cls, changed)
 
-        def stamp(instance: Entry, seq: int, timestamp: int) -> EntryWrite:
-            return EntryWrite(replace(instance, seq, timestamp))
+        def refuse(entry: Any, seq: int, timestamp: int) -> EntryWrite:
+            raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
 
-    _ENTRY_STAMPERS[cls] = stamp
+        return refuse
+    replace = replacer(cls, ("seq", "timestamp"))
+    if _write_layout is None:
+        return lambda entry, seq, timestamp: EntryWrite(replace(entry, seq, timestamp))
+    set_entry = _write_layout.setters["entry"]
+
+    def stamp(entry: Any, seq: int, timestamp: int) -> EntryWrite:
+        write: EntryWrite = _new(EntryWrite)
+        set_entry(write, replace(entry, seq, timestamp))
+        return write
+
     return stamp
 
 
@@ -161,11 +206,17 @@ def stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[
     entries = [write.entry for write in writes if type(write) is EntryWrite]
     if len(entries) != len(writes):
         return None
-    stamp = stamp_entry
-    return tuple([stamp(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
+    classes = set(map(type, entries))
+    layout = slot_layout(classes.pop()) if len(classes) == 1 else None
+    if layout is None or _write_layout is None:
+        return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
+    count = len(entries)
+    stamped = layout.copies(entries, {"seq": range(first, first + count), "timestamp": repeat(timestamp, count)})
+    return tuple(_write_layout.copies(writes, {"entry": stamped}))
 
 
 def with_seq(write: Write, seq: int, timestamp: int) -> Write:
+    """The committed form of one new write: its seq (and an entry's timestamp) set."""
     if isinstance(write, EntryWrite):
         return stamp_entry(write.entry, seq, timestamp)
     if isinstance(write, UsageWrite):
@@ -173,5 +224,7 @@ def with_seq(write: Write, seq: int, timestamp: int) -> Write:
             raise StorageValidationError(f"Usage write does not hold a usage row: {write.row!r}")
         return UsageWrite(replacer(UsageRow, ("seq",))(write.row, seq))
     if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-        return replacer(type(write), ("seq",))(write, seq)  # type: ignore[no-any-return]
+        kind: type = type(write)
+        replaced: Write = replacer(kind, ("seq",))(write, seq)
+        return replaced
     raise StorageValidationError(f"Unsupported write: {write!r}")

@@ -33,7 +33,7 @@ from typing import Annotated, Any, cast
 import msgspec
 
 from sessiontree import deepjson, jsjson
-from sessiontree.engine import EntryNode, SessionState
+from sessiontree.engine import EntryNode, OnDemandEntry, Record, SessionState, structure_of
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
 from sessiontree.kit.validation import ADDRESS, ENTRY, USAGE, proves_entry_chain, proves_structures
@@ -77,20 +77,21 @@ class LazyEntryNode(
         "custom_type": "customType",
         "offset": _NOT_FROM_JSON + "offset",
         "length": _NOT_FROM_JSON + "length",
+        "element": _NOT_FROM_JSON + "element",
         "loader": _NOT_FROM_JSON + "loader",
         "held": _NOT_FROM_JSON + "held",
     },
 ):
-    """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``.
+    """An entry node whose payload stays in the file: the JSON object at ``[offset, offset+length)``,
+    or, when ``element`` is set, element number ``element`` of the JSON array line at
+    ``[offset, offset+length)``. Finding where each element of an array line starts costs a second
+    decode of the line, so the loader does it on the first read from that line and keeps the line's
+    element spans (the node itself never changes).
 
-    A node replayed from an array line starts with ``offset`` at the line and ``length`` at
-    ``-1 - index`` (its element's index in the array): finding where each element of a line starts
-    costs a second decode of the line, so it is done on the first read of one of its entries.
-
-    It offers what :class:`~sessiontree.engine.EntryNode` offers (the structural fields, ``entry`` and
-    ``structure()``) and is decoded straight from a line's JSON by msgspec: no per-entry Python object
-    is built besides it, and it is not tracked by the cycle collector (nothing it refers to refers back
-    to it: see :class:`EntrySource`).
+    It is an on-demand record of the engine (:mod:`sessiontree.engine.records`: the structural fields,
+    ``held`` and ``entry``) and is decoded straight from a line's JSON by msgspec: no per-entry Python
+    object is built besides it, and it is not tracked by the cycle collector (nothing it refers to
+    refers back to it: see :class:`EntrySource`).
 
     ``held`` is the decoded entry while the source's cache keeps it (``None`` otherwise): a cache hit is
     one attribute read, with no lock and no lookup.
@@ -104,6 +105,7 @@ class LazyEntryNode(
     custom_type: Any = ABSENT
     offset: int = 0
     length: int = 0
+    element: int | None = None
     loader: Any = None
     held: Any = None
 
@@ -116,19 +118,12 @@ class LazyEntryNode(
         return self.loader(self)  # type: ignore[no-any-return]
 
     def structure(self) -> EntryStructure:
-        return EntryStructure(
-            id=self.id,
-            parent_id=self.parent_id,
-            seq=self.seq,
-            timestamp=self.timestamp,
-            type=self.type,
-            custom_type=self.custom_type,
-        )
+        return structure_of(self)
 
 
-def as_engine_node(node: LazyEntryNode) -> EntryNode:
-    """``node`` typed as the engine's node (it has the same interface; see :class:`LazyEntryNode`)."""
-    return cast(EntryNode, node)
+def as_engine_node(node: LazyEntryNode) -> Record:
+    """``node`` typed as an engine record (an on-demand one; see :class:`LazyEntryNode`)."""
+    return cast(OnDemandEntry, node)
 
 
 # --- entry payloads on demand ---------------------------------------------------------------------
@@ -150,37 +145,33 @@ class EntrySource:
     def __init__(self, handle: FileHandle, path: str, *, cache_bytes: int = 8 << 20) -> None:
         self.handle = handle
         self.path = path
-        self._held: deque[LazyEntryNode] = deque()
+        self._held: deque[tuple[LazyEntryNode, int]] = deque()
         self._cache_bytes = cache_bytes
         self._cached = 0
         self._lock = threading.Lock()
         self.loader: _EntryLoader = _EntryLoader(handle, path, weakref.ref(self))
         """What a node of this source calls to decode its entry (set it as the node's ``loader``)."""
 
-    def register_array_line(self, offset: int, length: int) -> None:
-        """Note the array line at ``[offset, offset+length)`` whose nodes are not placed yet (the
-        ``-1 - index`` lengths of :class:`LazyEntryNode`)."""
-        self.loader.array_lines[offset] = length
-
     def load(self, node: LazyEntryNode) -> Entry:
         """The full entry of ``node`` (a node of this source)."""
         return node.entry if node.held is not None else self.loader(node)
 
-    def remember(self, node: LazyEntryNode, entry: Entry) -> None:
-        """Keep a decoded entry on its node, evicting the oldest kept ones beyond the byte budget."""
-        size = node.length
+    def remember(self, node: LazyEntryNode, entry: Entry, size: int) -> None:
+        """Keep a decoded entry (``size`` bytes of JSON) on its node, evicting the oldest kept ones
+        beyond the byte budget."""
         if size > self._cache_bytes:
             return
         with self._lock:
             if node.held is not None:
                 return
             node.held = entry
-            self._held.append(node)
+            self._held.append((node, size))
             self._cached += size
             self._evict_over_budget()
 
     def remember_many(self, nodes: Sequence[LazyEntryNode], entries: Sequence[Entry]) -> None:
-        """:meth:`remember` for each node and its entry, in order, under one lock."""
+        """:meth:`remember` for each node (one whose span is its object's, ``element`` unset) and its
+        entry, in order, under one lock."""
         budget = self._cache_bytes
         with self._lock:
             held = self._held
@@ -189,7 +180,7 @@ class EntrySource:
                 if size > budget or node.held is not None:
                     continue
                 node.held = entry
-                held.append(node)
+                held.append((node, size))
                 self._cached += size
             self._evict_over_budget()
 
@@ -197,9 +188,9 @@ class EntrySource:
         # Called holding the lock: drop the oldest held entries until the budget holds.
         held = self._held
         while self._cached > self._cache_bytes:
-            dropped = held.popleft()
+            dropped, size = held.popleft()
             dropped.held = None
-            self._cached -= dropped.length
+            self._cached -= size
 
     def close(self) -> None:
         self.handle.close()
@@ -208,9 +199,9 @@ class EntrySource:
 class _EntryLoader:
     """Decodes one node's entry from the file and offers it to the source's cache (if still alive).
 
-    ``array_lines`` maps the offset of each array line with unplaced nodes to the line's length, and
-    once one of its nodes was read, to the ``(offset in line, length)`` pairs of all its elements. It
-    holds numbers only: nodes refer to the loader, so it must not refer back to them.
+    ``array_lines`` maps the offset of each array line something was read from to the ``(offset in
+    line, length)`` pairs of all its elements, flattened. It holds numbers only: nodes refer to the
+    loader, so it must not refer back to them.
     """
 
     __slots__ = ("handle", "path", "_source", "array_lines", "_placing")
@@ -219,15 +210,11 @@ class _EntryLoader:
         self.handle = handle
         self.path = path
         self._source = source
-        self.array_lines: dict[int, int | array[int]] = {}
+        self.array_lines: dict[int, array[int]] = {}
         self._placing = threading.Lock()
 
     def __call__(self, node: LazyEntryNode) -> Entry:
-        # ``offset`` is always set before ``length``: a placed length means a placed offset.
-        length = node.length
-        offset = node.offset
-        if length < 0:
-            offset, length = self._place(node)
+        offset, length = (node.offset, node.length) if node.element is None else self._element_span(node)
         raw = self.handle.read_at(offset, length)
         try:
             write = committed_write_from_wire(jsjson.loads(raw))
@@ -243,38 +230,40 @@ class _EntryLoader:
             )
         source = self._source()
         if source is not None:
-            source.remember(node, write.entry)
+            source.remember(node, write.entry, length)
         return write.entry
 
-    def _place(self, node: LazyEntryNode) -> tuple[int, int]:
-        """Give a node of an array line its element's offset and length (decoding the line's element
-        boundaries on the first read from that line)."""
-        with self._placing:
-            if node.length >= 0:
-                return node.offset, node.length
-            line_offset = node.offset
-            spans = self.array_lines[line_offset]
-            if type(spans) is int:
-                line = self.handle.read_at(line_offset, spans)
-                try:
-                    pairs = element_spans(line)
-                except (*_FAST_ERRORS, ValueError) as error:
-                    raise StorageFormatError(
-                        f"Invalid JSONL storage {self.path}: line at byte {line_offset} no longer decodes",
-                        path=self.path,
-                    ) from error
-                spans = self.array_lines[line_offset] = array("q", [n for pair in pairs for n in pair])
-            index = 2 * (-1 - node.length)
-            if index + 1 >= len(spans):  # type: ignore[arg-type]
-                raise StorageFormatError(
-                    f"Invalid JSONL storage {self.path}: entry {node.id} at byte {line_offset} changed on disk",
-                    path=self.path,
-                )
-            offset = line_offset + spans[index]  # type: ignore[index]
-            length = spans[index + 1]  # type: ignore[index]
-            node.offset = offset
-            node.length = length
-            return offset, length
+    def element_span(self, node: LazyEntryNode) -> tuple[int, int]:
+        """The file offset and length of the JSON object holding ``node``'s entry."""
+        return (node.offset, node.length) if node.element is None else self._element_span(node)
+
+    def _element_span(self, node: LazyEntryNode) -> tuple[int, int]:
+        # The spans of the node's array line, decoded on the first read from that line.
+        line_offset = node.offset
+        spans = self.array_lines.get(line_offset)
+        if spans is None:
+            with self._placing:
+                spans = self.array_lines.get(line_offset)
+                if spans is None:
+                    spans = self.array_lines[line_offset] = self._line_spans(line_offset, node.length)
+        index = 2 * node.element  # type: ignore[operator]
+        if index + 1 >= len(spans):
+            raise StorageFormatError(
+                f"Invalid JSONL storage {self.path}: entry {node.id} at byte {line_offset} changed on disk",
+                path=self.path,
+            )
+        return line_offset + spans[index], spans[index + 1]
+
+    def _line_spans(self, line_offset: int, line_length: int) -> array[int]:
+        line = self.handle.read_at(line_offset, line_length)
+        try:
+            pairs = element_spans(line)
+        except (*_FAST_ERRORS, ValueError) as error:
+            raise StorageFormatError(
+                f"Invalid JSONL storage {self.path}: line at byte {line_offset} no longer decodes",
+                path=self.path,
+            ) from error
+        return array("q", [n for pair in pairs for n in pair])
 
 
 # --- fast structural decoding ---------------------------------------------------------------------
@@ -316,8 +305,8 @@ _get_type = operator.attrgetter("type")
 _get_seq = operator.attrgetter("seq")
 
 
-# The unplaced lengths -1, -2, ... as shared int objects: a line's nodes do not each get new ones.
-_UNPLACED = tuple(range(-1, -4097, -1))
+# Element numbers as shared int objects (CPython shares only up to 256): nodes do not each get new ones.
+_ELEMENTS = tuple(range(4096))
 
 
 def _consume(iterator: Iterator[object]) -> None:
@@ -468,12 +457,14 @@ class Replayer:
                 record.held = None
                 record.offset = line_offset
                 if in_array:
-                    record.length = -1 - position  # placed by the loader on its first read
+                    record.length = end - start
+                    record.element = position  # its span is found by the loader on the first read
                 else:
                     stop = end
                     while data[stop - 1] in _JSON_SPACE:
                         stop -= 1
                     record.length = stop - start
+                    record.element = None
                 nodes.append(record)
                 last = record
             elif kind is _ValueRecord or kind is _ListRecord:
@@ -503,9 +494,7 @@ class Replayer:
         previous = structures[-1][1] if structures else self.last_seq
         # Everything checked and nothing mutated so far: apply.
         if nodes:
-            if in_array:
-                self.source.register_array_line(line_offset, end - start)
-            state.add_entry_nodes(cast("list[EntryNode]", nodes))
+            state.add_entry_nodes(cast("list[OnDemandEntry]", nodes))
             self._last_node = last
         if usage is not None:
             for write in usage:
@@ -549,10 +538,10 @@ class Replayer:
         _consume(map(setattr, records, repeat("loader"), repeat(self._loader, count)))
         _consume(map(setattr, records, repeat("held"), repeat(None, count)))
         _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
-        unplaced = _UNPLACED if count <= len(_UNPLACED) else range(-1, -1 - count, -1)
-        _consume(map(setattr, records, repeat("length"), unplaced))
-        self.source.register_array_line(line_offset, line_length)
-        state.add_entry_chain(cast("list[EntryNode]", records), ids, seqs, types)
+        _consume(map(setattr, records, repeat("length"), repeat(line_length, count)))
+        elements = _ELEMENTS if count <= len(_ELEMENTS) else range(count)
+        _consume(map(setattr, records, repeat("element"), elements))
+        state.add_entry_chain(cast("list[OnDemandEntry]", records), ids, seqs, types)
         state.commits.mark(seqs[0], seqs[-1] + 1, count)
         self._last_node = records[-1]
         self.last_seq = seqs[-1]
@@ -570,6 +559,7 @@ class Replayer:
             raise line_error(self.path, self.line, reason) from error
         for write in writes:
             if isinstance(write, EntryWrite):
+                # An on-demand record holding its entry, as every record of a file's index is one.
                 state.add_entry_node(EntryNode(write.entry))
             elif isinstance(write, UsageWrite):
                 state.apply_committed((write,))
