@@ -1,5 +1,5 @@
 """``sessiontree show``, ``ls`` and ``backends`` through the real console script, plus the conventions
-every command keeps: ``--help`` with examples, user mistakes as one line on stderr and exit status 1."""
+every command keeps: ``--help`` with examples, user mistakes as one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str, status: int = 2) -> str:
+    assert result.returncode == status, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     for fragment in fragments:
@@ -128,7 +128,8 @@ def test_show_of_a_file_refuses_session(v4: Path) -> None:
 @needs_fixtures
 def test_a_corrupt_file_is_reported_with_pis_message(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "errors" / "v4-invalid-json-line.jsonl", tmp_path / "bad.jsonl")
-    one_line_error(run("show", "bad.jsonl", cwd=tmp_path), "Invalid JSONL storage bad.jsonl: line 4")
+    # A file that fails to open is a problem in the data (status 1, as pi's dump), not a usage error.
+    one_line_error(run("show", "bad.jsonl", cwd=tmp_path), "Invalid JSONL storage bad.jsonl: line 4", status=1)
 
 
 # --- show ----------------------------------------------------------------------------------------
