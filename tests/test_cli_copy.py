@@ -231,7 +231,7 @@ def test_copy_resumes_skips_identical_sessions_and_refuses_to_overwrite(
 
 def test_copy_names_unknown_sessions(v4_root: Path, tmp_path: Path) -> None:
     result = run("copy", str(v4_root), "memory://", "--session", "nope", cwd=tmp_path)
-    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "No session nope in the source repository" in result.stderr
 
 
@@ -366,7 +366,7 @@ def test_import_pi_takes_an_explicit_directory(v4_root: Path, tmp_path: Path) ->
     assert len(rows) == len(v4_sessions())
     result = run("import-pi", "a", "b", "c", cwd=tmp_path)
     assert (
-        result.returncode == 1
+        result.returncode == 2
         and "import-pi takes [PI_SESSIONS_DIR] DST_URL, got 3 arguments" in result.stderr
     )
 

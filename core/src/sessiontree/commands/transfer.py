@@ -36,7 +36,7 @@ import attrs
 
 from ..contracts import Session, SessionRepo, SupportsScan
 from ..dump import DumpInventory
-from ..errors import SessionTreeError
+from ..errors import SessionNotFoundError, SessionTreeError
 from ..model import JsonValue, SessionMetadata
 from .compare import compare_sessions
 from .restore import ReplayClock, restore_snapshot
@@ -47,12 +47,17 @@ __all__ = [
     "ReplayClock",
     "SessionSnapshot",
     "TransferError",
+    "UnknownSessionsError",
     "compare_sessions",
     "copy_session",
     "copy_sessions",
     "read_snapshot",
     "restore_snapshot",
 ]
+
+class UnknownSessionsError(TransferError, SessionNotFoundError):
+    """Sessions asked for by id are not in the source repository."""
+
 
 _INCOMPLETE_NOTE = (
     "the source backend cannot list its value namespaces and lists: only pi's namespaces were copied"
@@ -159,7 +164,7 @@ def copy_sessions(
     progress: Callable[[CopyOutcome], None] | None = None,
 ) -> list[CopyOutcome]:
     """Copy the sessions of ``source`` (all, or those of ``ids``) into ``destination``, one by one; a
-    session that fails is reported and the others still go. Unknown ``ids`` raise :class:`TransferError`."""
+    session that fails is reported and the others still go. Unknown ``ids`` raise :class:`UnknownSessionsError`."""
     unreadable: list[CopyOutcome] = []
     if isinstance(source, SupportsScan):
         # A file repository says which files it could not even list.
@@ -174,7 +179,7 @@ def copy_sessions(
         known = {m.id for m in listed}
         missing = [i for i in ids if i not in known]
         if missing:
-            raise TransferError(f"No session {', '.join(missing)} in the source repository")
+            raise UnknownSessionsError(f"No session {', '.join(missing)} in the source repository")
         wanted = set(ids)
         listed = [m for m in listed if m.id in wanted]
     present = list(destination.list())
