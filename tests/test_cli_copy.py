@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import sessiontree
+from sessiontree.commands.copy import open_destination
 from sessiontree.commands.transfer import (
     ReplayClock,
     SessionSnapshot,
@@ -23,7 +24,9 @@ from sessiontree.commands.transfer import (
     read_snapshot,
     restore_snapshot,
 )
+from sessiontree.contracts import SupportsClock, SupportsMintedIds
 from sessiontree.dump import DumpInventory, format_dump, jsonl_inventory, normalize_dump
+from sessiontree.plugins import open_backend
 from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
 FIXTURES = pi_fixtures()
@@ -442,3 +445,44 @@ def test_a_file_the_source_cannot_list_is_a_failure_the_others_still_copy(tmp_pa
     assert rows["session-linear"]["status"] == "copied"
     failed = rows[str(folder / "gone.jsonl")]
     assert failed["status"] == "failed" and "Failed to read session header" in failed["message"]
+
+
+def test_piped_copy_and_compact_print_one_line_per_session(tmp_path: Path) -> None:
+    repo = tmp_path / "a-repository-directory-name-long-enough-to-be-folded-by-a-table"
+    shutil.copytree(FIXTURES / "v4" / "repo", repo)
+    there = tmp_path / "there"
+    copied = run("copy", str(repo), str(there), cwd=tmp_path)
+    assert copied.returncode == 0, copied.stderr
+    title, *lines, summary = copied.stdout.splitlines()
+    assert title == f"jsonl://{repo} → jsonl://{there}"
+    assert len(lines) == 11 and all(line.split("\t")[1] == "copied" for line in lines)
+    assert summary == "11 copied"
+    compacted = run("compact", str(there), cwd=tmp_path)
+    assert compacted.returncode == 0, compacted.stderr
+    title, *lines, total = compacted.stdout.splitlines()
+    assert title == f"compaction of jsonl://{there}"
+    assert len(lines) == 11 and all(len(line.split("\t")) == 5 for line in lines)
+    assert total.endswith("reclaimed)")
+
+
+def test_copy_sets_the_clock_of_a_backend_that_has_one(tmp_path: Path) -> None:
+    clock = ReplayClock(1234)
+    backend = open_backend("memory://")
+    assert isinstance(backend, SupportsClock) and not isinstance(backend, SupportsMintedIds)
+    with open_destination("memory://", clock) as repo, repo.create(id="s", cwd="/w") as session:
+        assert session.metadata.created_at == 1234
+
+
+def test_the_jsonl_backend_names_the_ids_its_v3_importer_minted(tmp_path: Path) -> None:
+    v3 = next(iter(sorted((FIXTURES / "v3").glob("*.jsonl"))), None)
+    if v3 is None:
+        pytest.skip("no v3 fixture")
+    shutil.copy(v3, tmp_path / v3.name)
+    backend = open_backend(f"jsonl://{tmp_path}")
+    assert isinstance(backend, SupportsMintedIds)
+    with backend.open_repo() as repo, repo.open_file(str(tmp_path / v3.name)) as session:
+        minted = backend.minted_ids(session)
+        text = v3.read_text(encoding="utf-8")
+        ids = [entry.id for entry in session.storage.scan_entries()]
+    assert minted and all(i not in text for i in minted)
+    assert set(ids) - minted == {i for i in ids if i in text}

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from sessiontree_conformance.golden import pi_fixtures
 
+import sessiontree
+
 FIXTURES = pi_fixtures()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
 COMMANDS = (
@@ -300,3 +302,25 @@ def test_backends_is_the_same_listing_as_python_m(flags: tuple[str, ...], tmp_pa
     assert mine == theirs.stdout
     listing: dict[str, Any] = json.loads(mine)
     assert {"jsonl", "memory"} <= {backend["name"] for backend in listing["backends"]}
+
+
+@needs_fixtures
+def test_piped_ls_prints_a_title_and_one_tab_separated_line_per_session(repo: Path) -> None:
+    result = run("ls", str(repo), cwd=repo.parent, env={"COLUMNS": "30"})  # a table would fold
+    assert result.returncode == 0, result.stderr
+    title, *lines = result.stdout.splitlines()
+    assert title == f"11 sessions in jsonl://{repo} (times in UTC)"
+    assert len(lines) == 11
+    rows = [line.split("\t") for line in lines]
+    assert all(len(row) == 7 for row in rows), lines
+    assert "repo-src" in {row[0] for row in rows}
+    assert all(row[6].startswith("/") for row in rows)
+
+
+def test_version_and_unknown_options(tmp_path: Path) -> None:
+    version = run("--version", cwd=tmp_path)
+    assert (version.returncode, version.stdout) == (0, f"sessiontree {sessiontree.__version__}\n")
+    for args in (["ls", "--bogus"], ["copy", "memory://"], ["export", "memory://", "--html", "a", "--pi-cli", "b"]):
+        result = run(*args, cwd=tmp_path)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, (args, result.stderr)
+        assert result.stderr.startswith(f"sessiontree {args[0]}: error: "), result.stderr
