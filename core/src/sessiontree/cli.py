@@ -13,6 +13,7 @@ never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -120,6 +121,13 @@ script = Script()
 """The click group behind the console script."""
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not fail on the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _report(where: str, message: str) -> None:
     sys.stderr.write(f"{where}: error: {message}\n")
 
@@ -143,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
     except _Failed as failure:
+        if isinstance(failure.error, BrokenPipeError):  # the reader went away (``| head``): nothing to say
+            _silence_stdout()
+            return status_of(failure.error)
         where = PROG if failure.command is None else f"{PROG} {failure.command}"
         _report(where, describe(failure.error))
         return status_of(failure.error)

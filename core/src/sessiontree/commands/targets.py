@@ -91,8 +91,10 @@ def session_target(target: str, *, allow_directory: bool = True) -> SessionTarge
         return SessionTarget(url=target)
     if os.path.isfile(target):
         return SessionTarget(url=file_repository_url(os.path.dirname(os.path.abspath(target))), file=target)
-    if allow_directory and os.path.isdir(target):
-        return SessionTarget(url=file_repository_url(target))
+    if os.path.isdir(target):
+        if allow_directory:
+            return SessionTarget(url=file_repository_url(target))
+        raise UsageError(f"{target} is a directory: pass a session file, or a repository URL with --session ID")
     raise UsageError(f"No such session file{' or directory' if allow_directory else ''}: {target}")
 
 
