@@ -47,7 +47,7 @@ _FAILURES = (SessionTreeError, OSError, ValueError, UnicodeError)
 """What a command may stop on (reported as one line); anything else is a bug and keeps its traceback."""
 
 
-class _Failed(Exception):
+class _CommandError(Exception):
     """A subcommand stopped on ``error``."""
 
     def __init__(self, command: str | None, error: BaseException) -> None:
@@ -91,7 +91,10 @@ class Script(click.Group):
             return None
         command = get_registry().command(cmd_name)
         if not isinstance(command, click.Command):
-            raise PluginError(f"The sessiontree command {cmd_name!r} a plugin registered is not a click command: {command!r}")
+            raise PluginError(
+                f"The sessiontree command {cmd_name!r} a plugin registered is not a click command: "
+                f"{command!r}"
+            )
         return command
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -108,7 +111,7 @@ class Script(click.Group):
         try:
             return super().invoke(ctx)
         except _FAILURES as error:
-            raise _Failed(ctx.invoked_subcommand, error) from error
+            raise _CommandError(ctx.invoked_subcommand, error) from error
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -138,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = script.main(args=arguments, prog_name=PROG, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
-        sys.stderr.write(error.ctx.get_help() + "\n")  # type: ignore[union-attr]
+        sys.stderr.write(error.ctx.get_help() + "\n")
         return USAGE
     except click.UsageError as error:  # an unknown command or option, a missing or bad argument
         where = error.ctx.command_path if error.ctx is not None else PROG
@@ -150,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.Abort:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130
-    except _Failed as failure:
+    except _CommandError as failure:
         if isinstance(failure.error, BrokenPipeError):  # the reader went away (``| head``): nothing to say
             _silence_stdout()
             return status_of(failure.error)
@@ -161,4 +164,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report(PROG, describe(error))
         return status_of(error)
     return result if isinstance(result, int) else OK
-

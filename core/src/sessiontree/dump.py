@@ -227,7 +227,9 @@ def normalize_dump(dump: Mapping[str, JsonValue], reference_text: str) -> dict[s
     return renumber_minted(dump, lambda record_id: record_id not in reference_text)
 
 
-def renumber_minted(dump: Mapping[str, JsonValue], minted: Callable[[str], bool] | Container[str]) -> dict[str, JsonValue]:
+def renumber_minted(
+    dump: Mapping[str, JsonValue], minted: Callable[[str], bool] | Container[str]
+) -> dict[str, JsonValue]:
     """Replace every entry/usage id that is a UUIDv7 and ``minted`` (a predicate, or the ids a backend's
     :class:`~sessiontree.contracts.SupportsMintedIds` names) with ``#<seq>``, everywhere (see
     :func:`normalize_dump`)."""

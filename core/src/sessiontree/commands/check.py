@@ -14,7 +14,12 @@ from .targets import default_repository
 
 __all__ = ["check", "finding_line"]
 
-_COLUMNS = (Column("file or session"), Column("line", justify="right", wrap=False), Column("problem"), Column("message"))
+_COLUMNS = (
+    Column("file or session"),
+    Column("line", justify="right", wrap=False),
+    Column("problem"),
+    Column("message"),
+)
 
 
 def _message(finding: Finding) -> str:

@@ -65,7 +65,9 @@ def run_copy(
     clock = ReplayClock()
     with open_repo(source_url) as source, open_destination(destination_url, clock) as destination:
         notes = {} if describe is None else describe(source)
-        with _progress(lambda: len(source.list()) if ids is None else len(ids), enabled=not as_json) as advance:
+        with _progress(
+            lambda: len(source.list()) if ids is None else len(ids), enabled=not as_json
+        ) as advance:
             outcomes = copy_sessions(
                 source, destination, ids=ids, verify=verify, replace=replace, clock=clock, progress=advance
             )
@@ -73,7 +75,7 @@ def run_copy(
         rows = [outcome.to_json() for outcome in outcomes]
         for row in rows:
             if row["id"] in notes:
-                row["format"] = notes[row["id"]]  # type: ignore[index]
+                row["format"] = notes[row["id"]]
         print_json(rows)
     else:
         _print_outcomes(outcomes, source_url, destination_url, notes)
@@ -137,9 +139,19 @@ def transfer_options(verb: str) -> Callable[[F], F]:
     def decorate(function: F) -> F:
         for option in reversed(
             (
-                click.option("--session", "sessions", metavar="ID", multiple=True, help=f"{verb} only this session (repeatable)"),
-                click.option("--verify", is_flag=True, help="compare the dumps of every copy with its source"),
-                click.option("--replace", is_flag=True, help="overwrite sessions that differ at the destination"),
+                click.option(
+                    "--session",
+                    "sessions",
+                    metavar="ID",
+                    multiple=True,
+                    help=f"{verb} only this session (repeatable)",
+                ),
+                click.option(
+                    "--verify", is_flag=True, help="compare the dumps of every copy with its source"
+                ),
+                click.option(
+                    "--replace", is_flag=True, help="overwrite sessions that differ at the destination"
+                ),
                 click.option("--json", "as_json", is_flag=True, help="print one JSON object per session"),
             )
         ):
@@ -160,7 +172,9 @@ def transfer_options(verb: str) -> Callable[[F], F]:
 @click.argument("source", metavar="SRC_URL", type=REPOSITORY)
 @click.argument("destination", metavar="DST_URL", type=DESTINATION)
 @transfer_options("copy")
-def copy(source: str, destination: str, sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool) -> int:
+def copy(
+    source: str, destination: str, sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool
+) -> int:
     """SRC_URL and DST_URL are repository URLs or directories. Sessions already at the destination are
     skipped when identical and reported as conflicts when not (--replace overwrites them). Exits 1 unless
     every session was copied or skipped."""

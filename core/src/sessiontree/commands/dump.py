@@ -11,14 +11,16 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any
 
 import click
 
 from .. import jsjson
-from ..contracts import SupportsMintedIds
+from ..contracts import SessionMutation, SupportsMintedIds
 from ..dump import dump_session, format_dump, inventory_of, renumber_minted
 from ..errors import SessionTreeError
+from ..model import CommitResult
 from ..wire import commit_result_to_wire, input_write_from_wire
 from .options import SessionTargetType, command, session_option
 from .status import describe
@@ -66,7 +68,7 @@ def dump(target: SessionTarget, session_id: str | None, normalize: bool, compati
     "commit",
     help="commit one transaction per stdin line (a JSON array of pi-shaped writes); print each result",
     examples=(
-        "echo '[{\"kind\":\"value\",\"op\":\"set\",\"namespace\":\"app\",\"key\":\"k\",\"value\":1}]' "
+        'echo \'[{"kind":"value","op":"set","namespace":"app","key":"k","value":1}]\' '
         "| sessiontree commit session.jsonl",
         "sessiontree commit jsonl:///srv/sessions --session abc --cwd /home/me/project < writes.jsonl",
     ),
@@ -82,25 +84,27 @@ def commit(target: SessionTarget, session_id: str | None, cwd: str | None) -> in
             if not text:
                 continue
             try:
-                writes = _parse_writes(text)
-                result = session.mutate(lambda mutation, w=writes: mutation.commit(w))
+                result = session.mutate(partial(_commit, _parse_writes(text)))
             except (SessionTreeError, ValueError) as error:
-                raise _BadLine(f"stdin line {number}: {describe(error)}") from None
+                raise _BadLineError(f"stdin line {number}: {describe(error)}") from None
             out.write(jsjson.dumpb(commit_result_to_wire(result)) + b"\n")
             out.flush()
     return 0
 
 
-class _BadLine(SessionTreeError):
+class _BadLineError(SessionTreeError):
     """A stdin line that is not a valid transaction (the data is at fault, not the command line)."""
+
+
+def _commit(writes: list[Any], mutation: SessionMutation) -> CommitResult:
+    return mutation.commit(writes)
 
 
 def _parse_writes(text: str) -> list[Any]:
     try:
         value = jsjson.loads(text)
     except jsjson.JSONDecodeError as error:
-        raise _BadLine(f"not valid JSON ({error})") from None
+        raise _BadLineError(f"not valid JSON ({error})") from None
     if not isinstance(value, list):
-        raise _BadLine("expected a JSON array of writes")
+        raise _BadLineError("expected a JSON array of writes")
     return [input_write_from_wire(item) for item in value]
-

@@ -10,12 +10,12 @@ import click
 
 from ..dump import inventory_of
 from ..errors import SessionTreeError
+from .html_export import render_html
 from .options import SessionTargetType, command, cwd_option, json_option, session_option
 from .output import print_json, print_line
+from .pi_cli_export import export_pi_cli
 from .status import UsageError
 from .targets import SessionTarget, open_session
-from .html_export import render_html
-from .pi_cli_export import export_pi_cli
 from .tree import load_tree
 
 __all__ = ["ExportError", "export", "export_html", "export_pi_cli"]
@@ -100,8 +100,13 @@ def _export_pi_cli(
         sys.stderr.write(f"sessiontree export: not in the pi CLI file: {line}\n")
     if as_json:
         print_json(
-            {"session": exported, "branch": branch, "piCli": os.path.abspath(written.path),
-             "records": written.records, "omitted": list(written.omitted)}
+            {
+                "session": exported,
+                "branch": branch,
+                "piCli": os.path.abspath(written.path),
+                "records": written.records,
+                "omitted": list(written.omitted),
+            }
         )
     else:
         print_line(f"Wrote {written.path} ({written.records} records): branch {branch} of session {exported}")

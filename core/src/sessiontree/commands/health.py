@@ -20,7 +20,9 @@ from .targets import file_repository_url, is_url
 __all__ = ["CheckReport", "Finding", "check_path", "check_repository", "check_target", "check_with_backend"]
 
 
-def check_with_backend(url: str, target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
+def check_with_backend(
+    url: str, target: str, *, repair: bool = False, min_temp_age: float = 600.0
+) -> CheckReport:
     """Check ``target`` (a path) with the backend ``url`` selects; it must offer
     :class:`~sessiontree.contracts.SupportsCheck`."""
     backend = open_backend(url)
@@ -33,7 +35,9 @@ def check_path(target: str, *, repair: bool = False, min_temp_age: float = 600.0
     """Check the session files at ``target``: a session file, or a directory of them (pi's layout or
     flat). Paths in findings are spelled as reached from ``target``, as pi prints the path it was given."""
     directory = target if os.path.isdir(target) else os.path.dirname(os.path.abspath(target))
-    return check_with_backend(file_repository_url(directory), target, repair=repair, min_temp_age=min_temp_age)
+    return check_with_backend(
+        file_repository_url(directory), target, repair=repair, min_temp_age=min_temp_age
+    )
 
 
 def check_target(target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:

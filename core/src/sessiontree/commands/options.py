@@ -57,12 +57,12 @@ def command(name: str, *, help: str, examples: Sequence[str] = ()) -> Callable[[
 
     def decorate(function: F) -> Command:
         text = help if function.__doc__ is None else f"{help}\n\n{inspect.cleandoc(function.__doc__)}"
-        return click.command(name, cls=Command, help=text, short_help=help, examples=examples)(function)  # type: ignore[no-any-return]
+        return click.command(name, cls=Command, help=text, short_help=help, examples=examples)(function)
 
     return decorate
 
 
-class RepositoryType(click.ParamType):
+class RepositoryType(click.ParamType):  # type: ignore[type-arg]
     """A repository: a URL, or a directory of session files (that must exist unless ``must_exist`` is
     false); converted to its URL."""
 
@@ -78,7 +78,7 @@ class RepositoryType(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
-class SessionTargetType(click.ParamType):
+class SessionTargetType(click.ParamType):  # type: ignore[type-arg]
     """A session: a repository URL, a session file, or (``allow_directory``) a directory of them."""
 
     name = "target"
@@ -99,7 +99,9 @@ REPOSITORY = RepositoryType()
 DESTINATION = RepositoryType(must_exist=False)
 
 
-def repository_argument(name: str = "url", *, metavar: str = "URL", required: bool = False, type: RepositoryType = REPOSITORY) -> Callable[[F], F]:
+def repository_argument(
+    name: str = "url", *, metavar: str = "URL", required: bool = False, type: RepositoryType = REPOSITORY
+) -> Callable[[F], F]:
     """The repository a command works on; left out, ``$SESSIONTREE_URL`` or the embedded default."""
     if required:
         return click.argument(name, metavar=metavar, type=type)

@@ -27,8 +27,9 @@ _MAX_GAP = 100_000
 
 
 class ReplayClock:
-    """A clock a destination repository can be opened with (its ``now``, :class:`~sessiontree.contracts.SupportsClock`): it tells the time it was set
-    to, so commits replaying a source transaction get that transaction's timestamp."""
+    """A clock to set as a destination backend's ``now`` (:class:`~sessiontree.contracts.SupportsClock`):
+    it tells the time it was set to, so commits replaying a source transaction get that transaction's
+    timestamp."""
 
     def __init__(self, start: int = 0) -> None:
         self.time_ms = start

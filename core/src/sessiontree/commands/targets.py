@@ -70,7 +70,9 @@ def repository_url(target: str, *, must_exist: bool = True) -> str:
             "takes a session file (show, dump, export)"
         )
     if must_exist and not os.path.isdir(target):
-        raise UsageError(f"No such directory: {target} (a repository is a URL such as memory:// or a directory)")
+        raise UsageError(
+            f"No such directory: {target} (a repository is a URL such as memory:// or a directory)"
+        )
     return file_repository_url(target)
 
 
@@ -94,7 +96,9 @@ def session_target(target: str, *, allow_directory: bool = True) -> SessionTarge
     if os.path.isdir(target):
         if allow_directory:
             return SessionTarget(url=file_repository_url(target))
-        raise UsageError(f"{target} is a directory: pass a session file, or a repository URL with --session ID")
+        raise UsageError(
+            f"{target} is a directory: pass a session file, or a repository URL with --session ID"
+        )
     raise UsageError(f"No such session file{' or directory' if allow_directory else ''}: {target}")
 
 
@@ -106,11 +110,15 @@ def list_sessions(repo: SessionRepo, *, cwd: str | None = None) -> list[SessionM
     return [m for m in repo.list() if m.cwd in (cwd, wanted)]
 
 
-def find_session(repo: SessionRepo, where: str, session_id: str, *, cwd: str | None = None) -> SessionMetadata:
+def find_session(
+    repo: SessionRepo, where: str, session_id: str, *, cwd: str | None = None
+) -> SessionMetadata:
     """The metadata of session ``session_id``; a missing or ambiguous id is a :class:`UsageError`."""
     found = _with_id(repo, session_id, cwd=cwd)
     if not found:
-        raise UsageError(f"No session {session_id} in {where}; list the sessions with: sessiontree ls {where}")
+        raise UsageError(
+            f"No session {session_id} in {where}; list the sessions with: sessiontree ls {where}"
+        )
     return found
 
 
@@ -151,7 +159,9 @@ def _only_session(repo: SessionRepo, where: str) -> SessionMetadata:
         if hint:
             raise UsageError(f"{where} holds no sessions: {hint}")
         raise UsageError(f"{where} holds no sessions; write one with: sessiontree demo {where}")
-    raise UsageError(f"{where} holds {len(sessions)} sessions: name one with --session ID (see: sessiontree ls {where})")
+    raise UsageError(
+        f"{where} holds {len(sessions)} sessions: name one with --session ID (see: sessiontree ls {where})"
+    )
 
 
 def _with_query(url: str, **options: str | None) -> str:
@@ -194,10 +204,14 @@ def open_session(
             session.close()
 
 
-def _open_in(repo: SessionRepo, target: SessionTarget, session_id: str | None, *, cwd: str | None, create: bool) -> Session:
+def _open_in(
+    repo: SessionRepo, target: SessionTarget, session_id: str | None, *, cwd: str | None, create: bool
+) -> Session:
     if target.file is not None:
         if not isinstance(repo, SupportsOpenPath):
-            raise UsageError(f"The {FILE_BACKEND} backend ({type(repo).__name__}) cannot open a session file by path")
+            raise UsageError(
+                f"The {FILE_BACKEND} backend ({type(repo).__name__}) cannot open a session file by path"
+            )
         return repo.open_file(target.file)
     if session_id is None:
         return repo.open(_only_session(repo, target.url))
@@ -205,5 +219,7 @@ def _open_in(repo: SessionRepo, target: SessionTarget, session_id: str | None, *
     if found is not None:
         return repo.open(found)
     if not create:
-        raise UsageError(f"No session {session_id} in {target.url}; list the sessions with: sessiontree ls {target.url}")
+        raise UsageError(
+            f"No session {session_id} in {target.url}; list the sessions with: sessiontree ls {target.url}"
+        )
     return repo.create(id=session_id, cwd=cwd if cwd is not None else os.getcwd())

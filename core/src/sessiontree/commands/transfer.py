@@ -55,6 +55,7 @@ __all__ = [
     "restore_snapshot",
 ]
 
+
 class UnknownSessionsError(TransferError, SessionNotFoundError):
     """Sessions asked for by id are not in the source repository."""
 
@@ -164,7 +165,8 @@ def copy_sessions(
     progress: Callable[[CopyOutcome], None] | None = None,
 ) -> list[CopyOutcome]:
     """Copy the sessions of ``source`` (all, or those of ``ids``) into ``destination``, one by one; a
-    session that fails is reported and the others still go. Unknown ``ids`` raise :class:`UnknownSessionsError`."""
+    session that fails is reported and the others still go. Unknown ``ids`` raise
+    :class:`UnknownSessionsError`."""
     unreadable: list[CopyOutcome] = []
     if isinstance(source, SupportsScan):
         # A file repository says which files it could not even list.

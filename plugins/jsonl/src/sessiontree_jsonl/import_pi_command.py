@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import click
+
 from sessiontree.commands.copy import run_copy, transfer_options
 from sessiontree.commands.options import command
 from sessiontree.commands.status import UsageError
@@ -69,7 +70,9 @@ def source_formats(repo: SessionRepo) -> dict[str, str]:
 )
 @click.argument("places", metavar="[PI_SESSIONS_DIR] DST_URL", nargs=-1, required=True)
 @transfer_options("import")
-def import_pi(places: tuple[str, ...], sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool) -> int:
+def import_pi(
+    places: tuple[str, ...], sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool
+) -> int:
     """PI_SESSIONS_DIR defaults to ~/.pi/agent/sessions; DST_URL is a repository URL or directory. The
     files are never modified; each session's row says which format its file was read as."""
     if len(places) > 2:
