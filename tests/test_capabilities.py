@@ -74,5 +74,7 @@ def test_backends_lists_each_backends_operations() -> None:
     )
     assert result.returncode == 0, result.stderr
     listed = {entry["name"]: entry for entry in json.loads(result.stdout)["backends"]}
-    assert listed["jsonl"]["operations"] == ["open_path", "restore", "scan", "check", "compact", "inventory", "export"]
+    assert listed["jsonl"]["operations"] == [
+        "open_path", "restore", "scan", "check", "minted_ids", "compact", "inventory", "export"
+    ]
     assert listed["memory"]["operations"] == []

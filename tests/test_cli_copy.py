@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import sessiontree
+from sessiontree.commands.copy import open_destination
 from sessiontree.commands.transfer import (
     ReplayClock,
     SessionSnapshot,
@@ -23,7 +24,9 @@ from sessiontree.commands.transfer import (
     read_snapshot,
     restore_snapshot,
 )
+from sessiontree.contracts import SupportsClock, SupportsMintedIds
 from sessiontree.dump import DumpInventory, format_dump, jsonl_inventory, normalize_dump
+from sessiontree.plugins import open_backend
 from sessiontree_conformance.golden import pi_fixtures, pi_oracle
 
 FIXTURES = pi_fixtures()
@@ -231,7 +234,7 @@ def test_copy_resumes_skips_identical_sessions_and_refuses_to_overwrite(
 
 def test_copy_names_unknown_sessions(v4_root: Path, tmp_path: Path) -> None:
     result = run("copy", str(v4_root), "memory://", "--session", "nope", cwd=tmp_path)
-    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "No session nope in the source repository" in result.stderr
 
 
@@ -366,7 +369,7 @@ def test_import_pi_takes_an_explicit_directory(v4_root: Path, tmp_path: Path) ->
     assert len(rows) == len(v4_sessions())
     result = run("import-pi", "a", "b", "c", cwd=tmp_path)
     assert (
-        result.returncode == 1
+        result.returncode == 2
         and "import-pi takes [PI_SESSIONS_DIR] DST_URL, got 3 arguments" in result.stderr
     )
 
@@ -442,3 +445,44 @@ def test_a_file_the_source_cannot_list_is_a_failure_the_others_still_copy(tmp_pa
     assert rows["session-linear"]["status"] == "copied"
     failed = rows[str(folder / "gone.jsonl")]
     assert failed["status"] == "failed" and "Failed to read session header" in failed["message"]
+
+
+def test_piped_copy_and_compact_print_one_line_per_session(tmp_path: Path) -> None:
+    repo = tmp_path / "a-repository-directory-name-long-enough-to-be-folded-by-a-table"
+    shutil.copytree(FIXTURES / "v4" / "repo", repo)
+    there = tmp_path / "there"
+    copied = run("copy", str(repo), str(there), cwd=tmp_path)
+    assert copied.returncode == 0, copied.stderr
+    title, *lines, summary = copied.stdout.splitlines()
+    assert title == f"jsonl://{repo} → jsonl://{there}"
+    assert len(lines) == 11 and all(line.split("\t")[1] == "copied" for line in lines)
+    assert summary == "11 copied"
+    compacted = run("compact", str(there), cwd=tmp_path)
+    assert compacted.returncode == 0, compacted.stderr
+    title, *lines, total = compacted.stdout.splitlines()
+    assert title == f"compaction of jsonl://{there}"
+    assert len(lines) == 11 and all(len(line.split("\t")) == 5 for line in lines)
+    assert total.endswith("reclaimed)")
+
+
+def test_copy_sets_the_clock_of_a_backend_that_has_one(tmp_path: Path) -> None:
+    clock = ReplayClock(1234)
+    backend = open_backend("memory://")
+    assert isinstance(backend, SupportsClock) and not isinstance(backend, SupportsMintedIds)
+    with open_destination("memory://", clock) as repo, repo.create(id="s", cwd="/w") as session:
+        assert session.metadata.created_at == 1234
+
+
+def test_the_jsonl_backend_names_the_ids_its_v3_importer_minted(tmp_path: Path) -> None:
+    v3 = next(iter(sorted((FIXTURES / "v3").glob("*.jsonl"))), None)
+    if v3 is None:
+        pytest.skip("no v3 fixture")
+    shutil.copy(v3, tmp_path / v3.name)
+    backend = open_backend(f"jsonl://{tmp_path}")
+    assert isinstance(backend, SupportsMintedIds)
+    with backend.open_repo() as repo, repo.open_file(str(tmp_path / v3.name)) as session:
+        minted = backend.minted_ids(session)
+        text = v3.read_text(encoding="utf-8")
+        ids = [entry.id for entry in session.storage.scan_entries()]
+    assert minted and all(i not in text for i in minted)
+    assert set(ids) - minted == {i for i in ids if i in text}

@@ -37,9 +37,9 @@ def ok(result: subprocess.CompletedProcess[bytes]) -> str:
     return result.stdout.decode("utf-8")
 
 
-def fails(result: subprocess.CompletedProcess[bytes], message: str) -> None:
+def fails(result: subprocess.CompletedProcess[bytes], message: str, status: int = 1) -> None:
     stderr = result.stderr.decode()
-    assert result.returncode == 1 and result.stdout == b""
+    assert result.returncode == status and result.stdout == b""
     assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
     assert message in stderr, stderr
 
@@ -156,20 +156,21 @@ def test_commit_stops_at_the_first_bad_line_with_one_error_line(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "status"),
     [
-        (["dump", "missing.jsonl"], "No such session file: missing.jsonl"),
-        (["dump", "memory://"], "is a repository: name the session with --session ID"),
-        (["dump", "memory://", "--session", "nope"], "No session nope in memory://"),
-        (["dump", "x.jsonl", "--session", "s"], "--session applies to repository URLs"),
-        (["dump", "bad.jsonl"], "Invalid JSONL storage bad.jsonl: line 2 (cause: Invalid JSONL write kind: register)"),
-        (["dump", "nope://x", "--session", "s"], "nope"),
+        # Usage errors (what the command line names cannot be used) exit 2; a file that fails to open, 1.
+        (["dump", "missing.jsonl"], "No such session file: missing.jsonl", 2),
+        (["dump", "memory://"], "is a repository: name the session with --session ID", 2),
+        (["dump", "memory://", "--session", "nope"], "No session nope in memory://", 2),
+        (["dump", "x.jsonl", "--session", "s"], "--session applies to repository URLs", 2),
+        (["dump", "bad.jsonl"], "Invalid JSONL storage bad.jsonl: line 2 (cause: Invalid JSONL write kind: register)", 1),
+        (["dump", "nope://x", "--session", "s"], "nope", 2),
     ],
 )
-def test_user_mistakes_are_one_line_on_stderr(tmp_path: Path, args: list[str], message: str) -> None:
+def test_user_mistakes_are_one_line_on_stderr(tmp_path: Path, args: list[str], message: str, status: int) -> None:
     (tmp_path / "x.jsonl").write_text("")
     (tmp_path / "bad.jsonl").write_bytes((FIXTURES / "errors" / "v4-kind-register.jsonl").read_bytes())
-    fails(sessiontree(*args, cwd=tmp_path), message)
+    fails(sessiontree(*args, cwd=tmp_path), message, status)
 
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:

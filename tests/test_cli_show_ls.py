@@ -1,5 +1,5 @@
 """``sessiontree show``, ``ls`` and ``backends`` through the real console script, plus the conventions
-every command keeps: ``--help`` with examples, user mistakes as one line on stderr and exit status 1."""
+every command keeps: ``--help`` with examples, user mistakes as one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from sessiontree_conformance.golden import pi_fixtures
+
+import sessiontree
 
 FIXTURES = pi_fixtures()
 SCRIPT = Path(sys.executable).parent / "sessiontree"
@@ -47,8 +49,8 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str, status: int = 2) -> str:
+    assert result.returncode == status, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     for fragment in fragments:
@@ -128,7 +130,8 @@ def test_show_of_a_file_refuses_session(v4: Path) -> None:
 @needs_fixtures
 def test_a_corrupt_file_is_reported_with_pis_message(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "errors" / "v4-invalid-json-line.jsonl", tmp_path / "bad.jsonl")
-    one_line_error(run("show", "bad.jsonl", cwd=tmp_path), "Invalid JSONL storage bad.jsonl: line 4")
+    # A file that fails to open is a problem in the data (status 1, as pi's dump), not a usage error.
+    one_line_error(run("show", "bad.jsonl", cwd=tmp_path), "Invalid JSONL storage bad.jsonl: line 4", status=1)
 
 
 # --- show ----------------------------------------------------------------------------------------
@@ -299,3 +302,25 @@ def test_backends_is_the_same_listing_as_python_m(flags: tuple[str, ...], tmp_pa
     assert mine == theirs.stdout
     listing: dict[str, Any] = json.loads(mine)
     assert {"jsonl", "memory"} <= {backend["name"] for backend in listing["backends"]}
+
+
+@needs_fixtures
+def test_piped_ls_prints_a_title_and_one_tab_separated_line_per_session(repo: Path) -> None:
+    result = run("ls", str(repo), cwd=repo.parent, env={"COLUMNS": "30"})  # a table would fold
+    assert result.returncode == 0, result.stderr
+    title, *lines = result.stdout.splitlines()
+    assert title == f"11 sessions in jsonl://{repo} (times in UTC)"
+    assert len(lines) == 11
+    rows = [line.split("\t") for line in lines]
+    assert all(len(row) == 7 for row in rows), lines
+    assert "repo-src" in {row[0] for row in rows}
+    assert all(row[6].startswith("/") for row in rows)
+
+
+def test_version_and_unknown_options(tmp_path: Path) -> None:
+    version = run("--version", cwd=tmp_path)
+    assert (version.returncode, version.stdout) == (0, f"sessiontree {sessiontree.__version__}\n")
+    for args in (["ls", "--bogus"], ["copy", "memory://"], ["export", "memory://", "--html", "a", "--pi-cli", "b"]):
+        result = run(*args, cwd=tmp_path)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, (args, result.stderr)
+        assert result.stderr.startswith(f"sessiontree {args[0]}: error: "), result.stderr

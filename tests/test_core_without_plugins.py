@@ -67,3 +67,25 @@ def test_help_version_and_backends_work_without_plugins(tmp_path: Path) -> None:
     listing = run_without_plugins("-m", "sessiontree", "backends", cwd=tmp_path)
     assert listing.returncode == 0, listing.stderr
     assert json.loads(listing.stdout)["backends"] == []
+
+
+def test_the_console_script_names_the_plugin_to_install_without_a_traceback(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    script = str(Path(sys.executable).with_name("sessiontree"))
+    environment = {k: v for k, v in os.environ.items() if k != "SESSIONTREE_URL"}
+    environment.update({"SESSIONTREE_LOAD_PLUGINS": "", "HOME": str(tmp_path / "home")})
+    result = subprocess.run(
+        [script, "check", str(sessions)], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "sessiontree-jsonl" in result.stderr and "jsonl" in result.stderr.split(":")[2]
+
+
+def test_usage_errors_exit_2_in_one_line_without_plugins(tmp_path: Path) -> None:
+    for args in (["check", "--no-such-option"], ["no-such-command"], ["ls", "://"], ["show", "missing.jsonl"]):
+        result = run_without_plugins("-m", "sessiontree", *args, cwd=tmp_path)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, (args, result.stderr)
+        assert result.stderr.startswith("sessiontree"), result.stderr

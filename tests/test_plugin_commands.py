@@ -37,8 +37,8 @@ def test_registered_commands_are_listed_and_their_module_imported_on_demand(
     (tmp_path / "st_hello_command.py").write_text(
         textwrap.dedent(
             """
-            from sessiontree.cli import Command
-            COMMAND = Command(name="hello", help="say hello", configure=lambda parser: None, run=lambda args: 0)
+            import click
+            COMMAND = click.Command("hello", help="say hello", callback=lambda: 0)
             """
         )
     )
@@ -76,9 +76,10 @@ def test_the_jsonl_plugin_contributes_import_pi_without_importing_it_for_help(tm
         "import sys\n"
         "from sessiontree.cli import main\n"
         "try:\n"
-        "    main(['--help'])\n"
+        "    status = main(['--help'])\n"
         "except SystemExit as exit:\n"
-        "    print('exit', exit.code)\n"
+        "    status = exit.code\n"
+        "print('exit', status)\n"
         "print('imported', 'sessiontree_jsonl.import_pi_command' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)

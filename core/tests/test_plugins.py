@@ -8,7 +8,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import sys
-import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ import attrs
 import pytest
 
 from sessiontree import __main__ as entry
-from sessiontree import hookspecs
+from sessiontree import cli, hookspecs
+from sessiontree.commands import backends as backends_command
 from sessiontree.contracts import Backend, Capabilities, SessionRepo, Storage
 from sessiontree.errors import BackendConflictError, BackendNotFoundError, PluginError, PluginLoadError
 from sessiontree.hookspecs import (
@@ -678,31 +678,24 @@ def test_main_backends_prints_the_listing_as_json(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry = registry_with(("p", BackendsPlugin(spec("fake")), "fake-dist"))
-    monkeypatch.setattr(entry, "get_registry", lambda: registry)
+    monkeypatch.setattr(backends_command, "get_registry", lambda: registry)
     assert entry.main(["backends"]) == 0
     assert json.loads(capsys.readouterr().out) == registry.describe()
     assert entry.main(["backends", "--all"]) == 0
     assert json.loads(capsys.readouterr().out) == registry.describe(include_all=True)
 
 
-def test_main_hands_other_commands_to_sessiontree_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[list[str]] = []
-
-    def cli_main(argv: list[str]) -> int:
-        calls.append(argv)
-        return 7
-
-    monkeypatch.setitem(sys.modules, "sessiontree.cli", types.SimpleNamespace(main=cli_main))
-    assert entry.main(["sessions", "list"]) == 7
-    assert calls == [["sessions", "list"]]
+def test_main_is_the_sessiontree_script(capsys: pytest.CaptureFixture[str]) -> None:
+    # ``python -m sessiontree`` runs the console script itself: one implementation of every command.
+    assert entry.main is cli.main
+    assert entry.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("sessiontree ")
 
 
-def test_main_without_sessiontree_cli_prints_usage(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "sessiontree.cli", None)
+def test_main_with_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert entry.main(["sessions"]) == 2
-    assert "usage: python -m sessiontree backends [--all]" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert error.startswith("sessiontree: error: No such command 'sessions'") and error.count("\n") == 1
 
 
 # --- guards: every hook is documented the pytest way, the registry is safe to share -------------------------

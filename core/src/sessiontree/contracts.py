@@ -50,11 +50,13 @@ __all__ = [
     "SessionRepo",
     "Storage",
     "SupportsCheck",
+    "SupportsClock",
     "SupportsCompact",
     "SupportsExport",
     "SupportsFork",
     "SupportsInventory",
     "SupportsLatestReads",
+    "SupportsMintedIds",
     "SupportsOpenPath",
     "SupportsRestore",
     "SupportsScan",
@@ -474,6 +476,28 @@ class SupportsCheck(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsMintedIds(Protocol):
+    """A backend whose reader mints ids its stored form does not hold (an importer of an older format);
+    ``sessiontree dump --normalize`` renumbers them so that dumps of one file compare across runs.
+
+    Offered by the :class:`Backend` object."""
+
+    def minted_ids(self, session: Session) -> frozenset[str]:
+        """The entry and usage-row ids of ``session`` (opened through this backend) that its stored form
+        does not hold."""
+        ...
+
+
+@runtime_checkable
+class SupportsClock(Protocol):
+    """A backend whose clock can be set: ``now`` (Unix ms; ``None`` for the wall clock) stamps the commits
+    of every repository and storage it opens afterwards (``sessiontree copy`` replays the source's
+    timestamps through it)."""
+
+    now: Callable[[], int] | None
+
+
 class CompactionSummary(Protocol):
     """What a compaction reports (a backend's report may say more)."""
 
@@ -540,6 +564,7 @@ _CAPABILITIES: tuple[tuple[str, type], ...] = (
     ("restore", SupportsRestore),
     ("scan", SupportsScan),
     ("check", SupportsCheck),
+    ("minted_ids", SupportsMintedIds),
     ("compact", SupportsCompact),
     ("inventory", SupportsInventory),
     ("export", SupportsExport),

@@ -12,21 +12,21 @@ A dump is ``{legacyV3, header, entries, values, lists, usage, stats, branches}``
 
 The storage API cannot enumerate namespaces or list keys, so the caller passes a :class:`DumpInventory`
 (the JSONL backend derives it from the file, as the oracle does: :func:`jsonl_inventory`).
-:func:`normalize_dump` replaces importer-minted ids, :func:`format_dump` prints
+:func:`normalize_dump` and :func:`renumber_minted` replace importer-minted ids, :func:`format_dump` prints
 ``JSON.stringify(dump, null, 2) + "\\n"``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from . import jsjson
 from .context import build_context_entries, build_session_context
-from .contracts import Storage, SupportsExport
+from .contracts import Storage, SupportsExport, SupportsInventory
 from .errors import ContextBuildError, InvalidAddressError
 from .model import ABSENT, JsonValue, UnknownEntry
 from .queries import BranchScan, EntryScan, ListReadOptions
@@ -45,9 +45,11 @@ __all__ = [
     "DumpInventory",
     "dump_session",
     "format_dump",
+    "inventory_of",
     "js_sorted",
     "jsonl_inventory",
     "normalize_dump",
+    "renumber_minted",
 ]
 
 KNOWN_VALUE_NAMESPACES: tuple[str, ...] = (
@@ -124,6 +126,13 @@ def _storage_of(source: object) -> Storage:
         return source
     storage: Storage = source.storage  # type: ignore[attr-defined]
     return storage
+
+
+def inventory_of(source: object) -> DumpInventory:
+    """The value namespaces and list addresses the storage of ``source`` (a session, or a bare storage)
+    can tell about (:class:`~sessiontree.contracts.SupportsInventory`), else none."""
+    storage = _storage_of(source)
+    return storage.dump_inventory() if isinstance(storage, SupportsInventory) else DumpInventory()
 
 
 def _header_of(source: object, storage: Storage) -> JsonValue:
@@ -215,10 +224,20 @@ def normalize_dump(dump: Mapping[str, JsonValue], reference_text: str) -> dict[s
     """Replace every entry/usage id that is a UUIDv7 absent from ``reference_text`` (i.e. minted by the
     v3 importer) with ``#<seq>``, everywhere: ids, parent ids, values, object keys, paths, context.
     """
+    return renumber_minted(dump, lambda record_id: record_id not in reference_text)
+
+
+def renumber_minted(
+    dump: Mapping[str, JsonValue], minted: Callable[[str], bool] | Container[str]
+) -> dict[str, JsonValue]:
+    """Replace every entry/usage id that is a UUIDv7 and ``minted`` (a predicate, or the ids a backend's
+    :class:`~sessiontree.contracts.SupportsMintedIds` names) with ``#<seq>``, everywhere (see
+    :func:`normalize_dump`)."""
+    is_minted = minted if callable(minted) else minted.__contains__
     mapping: dict[str, str] = {}
     for record in [*(dump.get("entries") or []), *(dump.get("usage") or [])]:  # type: ignore[misc]
         record_id = record.get("id") if isinstance(record, dict) else None
-        if isinstance(record_id, str) and _UUIDV7.fullmatch(record_id) and record_id not in reference_text:
+        if isinstance(record_id, str) and _UUIDV7.fullmatch(record_id) and is_minted(record_id):
             mapping[record_id] = f"#{jsjson.format_number(record['seq'])}"
 
     return _map_strings(dict(dump), lambda text: mapping.get(text, text))  # type: ignore[no-any-return]

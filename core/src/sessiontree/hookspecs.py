@@ -127,7 +127,8 @@ class CommandSpec:
     name: str = attrs.field(validator=_check_name)
     """The subcommand: ``sessiontree <name> ...``."""
     command: str = attrs.field(validator=attrs.validators.matches_re(_FACTORY_PATH))
-    """``"module:attr"`` naming a :class:`sessiontree.cli.Command`, imported only when the subcommand runs."""
+    """``"module:attr"`` naming a :class:`click.Command`, imported only when the subcommand runs (or shows its
+    own ``--help``); :func:`sessiontree.commands.options.command` makes one with the core's conventions."""
     help: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """One line for ``sessiontree --help`` (shown without importing the command)."""
 

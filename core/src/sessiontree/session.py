@@ -72,6 +72,7 @@ __all__ = [
     "StorageBackedSessionMutation",
     "check_branch_name",
     "is_pending_assistant_message",
+    "next_seq_of",
 ]
 
 T = TypeVar("T")
@@ -132,7 +133,7 @@ def _reads_latest(storage_type: type) -> bool:
     return issubclass(storage_type, SupportsLatestReads)
 
 
-def _next_seq(storage: Storage) -> int:
+def next_seq_of(storage: Storage) -> int:
     """The storage's next seq, ordered after the commits admitted before (an empty commit's
     ``first_seq`` for a storage without :class:`~sessiontree.contracts.SupportsLatestReads`)."""
     if _reads_latest(type(storage)):
@@ -277,7 +278,7 @@ class StorageBackedSessionMutation(_StorageReads):
             # Taken before the read, ordered after admitted commits: a commit landing in between
             # makes the later commit conflict, never pass on a stale read. Reads racing on several
             # threads keep the smallest.
-            seen = _next_seq(self._storage)
+            seen = next_seq_of(self._storage)
             with self._read_lock:
                 if self._read_next_seq is None or seen < self._read_next_seq:
                     self._read_next_seq = seen

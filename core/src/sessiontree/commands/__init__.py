@@ -1,7 +1,9 @@
-"""The ``sessiontree`` subcommands beyond ``dump`` and ``commit``, one module each.
+"""The ``sessiontree`` subcommands, one click command per module (:mod:`sessiontree.cli` puts them together).
 
-Each module registers its :class:`sessiontree.cli.Command` when imported; ``sessiontree.cli`` imports
-them. Shared pieces: :mod:`.common` (URLs, opening sessions, output), :mod:`.tree` (the session tree
-model that ``show`` and ``export`` draw), :mod:`.transfer` (copying sessions between backends) and
-:mod:`.health` (what ``check`` looks for).
+Shared pieces, which plugin commands may use too: :mod:`.targets` (what a command line names: URLs,
+directories, session files; opening sessions), :mod:`.options` (the click arguments and options built on
+it, and the :class:`~.options.Command` class), :mod:`.output` (JSON, and tables that become plain lines
+when piped), :mod:`.status` (exit statuses). :mod:`.tree` is the session tree ``show`` and ``export`` draw;
+:mod:`.transfer` copies sessions between backends (reading :mod:`.snapshot`, writing :mod:`.restore`,
+comparing :mod:`.compare`); :mod:`.health` is what ``check`` looks for.
 """

@@ -1,35 +1,32 @@
-"""``sessiontree backends``: the same listing as ``python -m sessiontree backends``."""
+"""``sessiontree backends`` (also ``python -m sessiontree backends``): the installed backends, filesystems
+and plugins, with versions, capabilities and load errors, as JSON."""
 
 from __future__ import annotations
 
-import argparse
+import json
+import sys
 
-from ..__main__ import backends_command
-from ..cli import Command, register_command
-from .common import add_examples
+import click
 
+from ..plugins import get_registry
+from .options import command
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--all",
-        action="store_true",
-        help="also list the project's backends that are not installed, and plugins that are not loaded",
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="accepted for symmetry: the listing is always JSON"
-    )
-    add_examples(parser, "sessiontree backends", "sessiontree backends --all")
+__all__ = ["backends"]
 
 
-def _run(args: argparse.Namespace) -> int:
-    return backends_command(["--all"] if args.all else [])
-
-
-register_command(
-    Command(
-        name="backends",
-        help="list the installed backends, filesystems and plugins (with versions and load errors) as JSON",
-        configure=_configure,
-        run=_run,
-    )
+@command(
+    "backends",
+    help="list the installed backends, filesystems and plugins (with versions and load errors) as JSON",
+    examples=("sessiontree backends", "sessiontree backends --all", "python -m sessiontree backends"),
 )
+@click.option(
+    "--all",
+    "include_all",
+    is_flag=True,
+    help="also list the project's backends that are not installed, and plugins that are not loaded",
+)
+@click.option("--json", "as_json", is_flag=True, help="accepted for symmetry: the listing is always JSON")
+def backends(include_all: bool, as_json: bool) -> int:
+    listing = get_registry().describe(include_all=include_all)
+    sys.stdout.write(json.dumps(listing, indent=2, ensure_ascii=False) + "\n")
+    return 0

@@ -1,28 +1,28 @@
 """``sessiontree compact``: rewrite sessions keeping only what their current state needs.
 
-A storage that can compact offers ``compact()`` returning a report with ``bytes_before`` and
-``bytes_after`` (the JSONL backend's snapshot compaction: superseded values and deleted lists go, every
-entry and usage row stays, byte for byte; pi still reads the result). Storages without it are reported
-as such.
+A storage that can compact is a :class:`~sessiontree.contracts.SupportsCompact`: its ``compact()``
+returns a report with ``bytes_before`` and ``bytes_after`` (the JSONL backend's snapshot compaction:
+superseded values and deleted lists go, every entry and usage row stays, byte for byte; pi still reads
+the result). Storages without it are reported as such.
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import attrs
-from rich.table import Table
 from rich.text import Text
 
-from ..cli import Command, register_command
 from ..contracts import SessionRepo, SupportsCompact
 from ..errors import SessionTreeError, UnsupportedOperationError
 from ..model import SessionMetadata
 from ..plugins import open_repo
-from .common import add_examples, find_session, print_json, repository_url, stdout_console, storage_of
+from .options import command, json_option, repository_argument, session_option
+from .output import Column, print_json, print_line, print_table
+from .status import FINDINGS, OK
+from .targets import find_session
 
-__all__ = ["CompactOutcome", "compact_sessions"]
+__all__ = ["CompactOutcome", "compact", "compact_sessions"]
 
 
 @attrs.frozen(kw_only=True)
@@ -53,7 +53,7 @@ class CompactOutcome:
 def _compact_one(repo: SessionRepo, metadata: SessionMetadata) -> CompactOutcome:
     try:
         with repo.open(metadata) as session:
-            storage = storage_of(session)
+            storage = session.storage
             if not isinstance(storage, SupportsCompact):
                 return CompactOutcome(id=metadata.id, skipped="this backend's storage cannot compact")
             report = storage.compact()
@@ -75,62 +75,49 @@ def compact_sessions(repo: SessionRepo, where: str, *, session_id: str | None = 
     return [_compact_one(repo, metadata) for metadata in sessions]
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "url",
-        metavar="URL",
-        nargs="?",
-        help="the repository (default: $SESSIONTREE_URL or the embedded default)",
-    )
-    parser.add_argument("--session", metavar="ID", help="compact only this session")
-    parser.add_argument("--json", action="store_true", help="print one JSON object per session")
-    add_examples(
-        parser,
-        "sessiontree compact jsonl:///srv/sessions",
-        "sessiontree compact --session my-session",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    url = repository_url(args.url)
+@command(
+    "compact",
+    help="compact sessions (JSONL snapshot compaction), reporting bytes before and after",
+    examples=("sessiontree compact jsonl:///srv/sessions", "sessiontree compact --session my-session"),
+)
+@repository_argument()
+@session_option("compact only this session")
+@json_option("print one JSON object per session")
+def compact(url: str, session_id: str | None, as_json: bool) -> int:
+    """Each session's storage compacts itself when it can (SupportsCompact); others are reported as
+    skipped. Exits 1 when a session failed."""
     with open_repo(url) as repo:
-        outcomes = compact_sessions(repo, url, session_id=args.session)
-    if args.json:
+        outcomes = compact_sessions(repo, url, session_id=session_id)
+    if as_json:
         print_json([outcome.to_json() for outcome in outcomes])
     elif not outcomes:
-        stdout_console().print(f"No sessions in {url}")
+        print_line(f"No sessions in {url}")
     else:
-        table = Table(title=f"compaction of {url}", title_justify="left")
-        for column in ("session", "before", "after", "dropped writes", "note"):
-            table.add_column(
-                column, justify="left" if column in ("session", "note") else "right", overflow="fold"
-            )
-        for o in outcomes:
-            note = Text(o.error, style="red") if o.error else Text(o.skipped or "", style="dim")
-            table.add_row(
+        rows = [
+            (
                 Text(o.id),
                 _bytes(o.bytes_before),
                 _bytes(o.bytes_after),
                 _bytes(o.writes_dropped, unit=""),
-                note,
+                Text(o.error, style="red") if o.error else Text(o.skipped or "", style="dim"),
             )
-        console = stdout_console()
-        console.print(table)
+            for o in outcomes
+        ]
+        print_table(f"compaction of {url}", _COLUMNS, rows)
         before = sum(o.bytes_before or 0 for o in outcomes)
         after = sum(o.bytes_after or 0 for o in outcomes)
-        console.print(f"{before} bytes before, {after} after ({before - after} reclaimed)")
-    return 1 if any(o.error for o in outcomes) else 0
+        print_line(f"{before} bytes before, {after} after ({before - after} reclaimed)")
+    return FINDINGS if any(o.error for o in outcomes) else OK
+
+
+_COLUMNS = (
+    Column("session"),
+    Column("before", justify="right"),
+    Column("after", justify="right"),
+    Column("dropped writes", justify="right"),
+    Column("note"),
+)
 
 
 def _bytes(count: int | None, *, unit: str = " B") -> str:
     return "-" if count is None else f"{count}{unit}"
-
-
-register_command(
-    Command(
-        name="compact",
-        help="compact sessions (JSONL snapshot compaction), reporting bytes before and after",
-        configure=_configure,
-        run=_run,
-    )
-)

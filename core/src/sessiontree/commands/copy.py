@@ -1,22 +1,29 @@
-"""``sessiontree copy``: move sessions between repositories of any backends (see :mod:`.transfer`)."""
+"""``sessiontree copy``: move sessions between repositories of any backends (see :mod:`.transfer`).
+
+:func:`run_copy` and :func:`transfer_options` are shared with commands that copy from a source of their
+own (the JSONL plugin's ``import-pi``).
+"""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
+import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 from rich.text import Text
 
-from ..cli import Command, register_command
-from ..contracts import SessionRepo
-from ..plugins import open_repo
-from .common import add_examples, print_json, repository_url, stderr_console, stdout_console
+from ..contracts import SessionRepo, SupportsClock
+from ..plugins import open_backend, open_repo
+from .options import DESTINATION, REPOSITORY, command
+from .output import Column, print_json, print_line, print_table, stderr_console
+from .status import FINDINGS, OK
 from .transfer import CopyOutcome, ReplayClock, copy_sessions
 
-__all__ = ["open_destination", "run_copy"]
+__all__ = ["copy", "open_destination", "run_copy", "transfer_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _STYLES = {
     "copied": "green",
@@ -30,13 +37,13 @@ _STYLES = {
 
 @contextlib.contextmanager
 def open_destination(url: str, clock: ReplayClock) -> Iterator[SessionRepo]:
-    """The destination repository, on ``clock`` when its backend takes one (so commit-based copies keep
-    entry timestamps), else on its own clock."""
-    try:
-        repo = open_repo(url, now=clock)
-    except TypeError:
-        repo = open_repo(url)
-    with repo:
+    """The destination repository, on ``clock`` when its backend's clock can be set
+    (:class:`~sessiontree.contracts.SupportsClock`: commit-based copies then keep entry timestamps), else
+    on its own clock."""
+    backend = open_backend(url)
+    if isinstance(backend, SupportsClock):
+        backend.now = clock
+    with backend.open_repo() as repo:
         yield repo
 
 
@@ -68,11 +75,11 @@ def run_copy(
         rows = [outcome.to_json() for outcome in outcomes]
         for row in rows:
             if row["id"] in notes:
-                row["format"] = notes[row["id"]]  # type: ignore[index]
+                row["format"] = notes[row["id"]]
         print_json(rows)
     else:
         _print_outcomes(outcomes, source_url, destination_url, notes)
-    return 0 if all(outcome.ok for outcome in outcomes) else 1
+    return OK if all(outcome.ok for outcome in outcomes) else FINDINGS
 
 
 @contextlib.contextmanager
@@ -102,73 +109,75 @@ def _progress(count: Callable[[], int], *, enabled: bool) -> Iterator[Callable[[
 def _print_outcomes(
     outcomes: list[CopyOutcome], source_url: str, destination_url: str, notes: dict[str, str]
 ) -> None:
-    console = stdout_console()
     if not outcomes:
-        console.print(f"No sessions to copy in {source_url}")
+        print_line(f"No sessions to copy in {source_url}")
         return
-    table = Table(title=f"{source_url} → {destination_url}", title_justify="left")
-    table.add_column("session", overflow="fold")
-    table.add_column("result")
+    columns = [Column("session"), Column("result", wrap=False)]
     if notes:
-        table.add_column("found", overflow="fold")
-    table.add_column("details", overflow="fold")
-    for outcome in outcomes:
-        found = [Text(notes.get(outcome.id, ""))] if notes else []
-        table.add_row(
-            Text(outcome.id), Text(outcome.status, style=_STYLES[outcome.status]), *found, Text(outcome.message)
+        columns.append(Column("found"))
+    columns.append(Column("details"))
+    rows = [
+        (
+            Text(outcome.id),
+            Text(outcome.status, style=_STYLES[outcome.status]),
+            *([Text(notes.get(outcome.id, ""))] if notes else []),
+            Text(outcome.message),
         )
-    console.print(table)
+        for outcome in outcomes
+    ]
+    print_table(f"{source_url} → {destination_url}", columns, rows)
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
-    console.print(", ".join(f"{count} {status}" for status, count in counts.items()))
+    print_line(", ".join(f"{count} {status}" for status, count in counts.items()))
 
 
-def add_transfer_options(parser: argparse.ArgumentParser, *, verb: str) -> None:
-    """``--session``, ``--verify``, ``--replace`` and ``--json``, shared by ``copy`` and ``import-pi``."""
-    parser.add_argument(
-        "--session", metavar="ID", action="append", dest="sessions", help=f"{verb} only this session (repeatable)"
-    )
-    parser.add_argument(
-        "--verify", action="store_true", help="compare the dumps of every copy with its source"
-    )
-    parser.add_argument(
-        "--replace", action="store_true", help="overwrite sessions that differ at the destination"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object per session")
+def transfer_options(verb: str) -> Callable[[F], F]:
+    """``--session`` (repeatable), ``--verify``, ``--replace`` and ``--json``, shared by ``copy`` and
+    ``import-pi``."""
+
+    def decorate(function: F) -> F:
+        for option in reversed(
+            (
+                click.option(
+                    "--session",
+                    "sessions",
+                    metavar="ID",
+                    multiple=True,
+                    help=f"{verb} only this session (repeatable)",
+                ),
+                click.option(
+                    "--verify", is_flag=True, help="compare the dumps of every copy with its source"
+                ),
+                click.option(
+                    "--replace", is_flag=True, help="overwrite sessions that differ at the destination"
+                ),
+                click.option("--json", "as_json", is_flag=True, help="print one JSON object per session"),
+            )
+        ):
+            function = option(function)
+        return function
+
+    return decorate
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "source", metavar="SRC_URL", help="the repository to copy from (a URL or a directory)"
-    )
-    parser.add_argument(
-        "destination", metavar="DST_URL", help="the repository to copy into (a URL or a directory)"
-    )
-    add_transfer_options(parser, verb="copy")
-    add_examples(
-        parser,
+@command(
+    "copy",
+    help="copy sessions between repositories keeping ids, seqs, values, lists and usage; resumable",
+    examples=(
         "sessiontree copy jsonl:///srv/sessions jsonl:///backup/sessions --verify",
         "sessiontree copy ~/.pi/agent/sessions jsonl:///srv/sessions --session my-session",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    return run_copy(
-        repository_url(args.source),
-        repository_url(args.destination, must_exist=False),
-        ids=args.sessions,
-        verify=args.verify,
-        replace=args.replace,
-        as_json=args.json,
-    )
-
-
-register_command(
-    Command(
-        name="copy",
-        help="copy sessions between repositories keeping ids, seqs, values, lists and usage; resumable",
-        configure=_configure,
-        run=_run,
-    )
+    ),
 )
+@click.argument("source", metavar="SRC_URL", type=REPOSITORY)
+@click.argument("destination", metavar="DST_URL", type=DESTINATION)
+@transfer_options("copy")
+def copy(
+    source: str, destination: str, sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool
+) -> int:
+    """SRC_URL and DST_URL are repository URLs or directories. Sessions already at the destination are
+    skipped when identical and reported as conflicts when not (--replace overwrites them). Exits 1 unless
+    every session was copied or skipped."""
+    return run_copy(
+        source, destination, ids=sessions or None, verify=verify, replace=replace, as_json=as_json
+    )

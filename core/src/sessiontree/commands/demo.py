@@ -9,7 +9,6 @@ directory, or ``$SESSIONTREE_URL``), so the files can be opened by pi itself.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from collections.abc import Iterator
@@ -19,7 +18,6 @@ import attrs
 from rich.console import Console
 from rich.text import Text
 
-from ..cli import Command, register_command
 from ..contracts import BranchFork, Session, SessionRepo
 from ..fork import idle_lane_state
 from ..ids import uuidv7
@@ -28,10 +26,11 @@ from ..plugins import open_repo
 from ..urls import parse_url
 from ..values import branch_tip, lane_config, lane_state
 from ..writes import insert_entry, insert_usage, set_value
-from .common import add_examples, metadata_row, print_json, repository_url, stdout_console
+from .options import DESTINATION, command, json_option, repository_argument
+from .output import metadata_row, print_json, stdout_console
 from .show import show_session
 
-__all__ = ["write_demo_session"]
+__all__ = ["demo", "write_demo_session"]
 
 MODEL = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4"}
 LANE_CONFIG = {
@@ -344,27 +343,19 @@ def _print_where(console: Console, url: str, source: SessionMetadata, fork: Sess
     )
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "url",
-        metavar="URL",
-        nargs="?",
-        help="where to write (default: $SESSIONTREE_URL, else JSONL files in the user data directory)",
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print the two sessions' metadata as JSON instead"
-    )
-    add_examples(
-        parser, "sessiontree demo", "sessiontree demo jsonl:///tmp/sessions", "sessiontree demo memory://"
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    url = repository_url(args.url, must_exist=False)
+@command(
+    "demo",
+    help="write a realistic agent session (tools, a branch, a compaction, a label, usage), fork, show",
+    examples=("sessiontree demo", "sessiontree demo jsonl:///tmp/sessions", "sessiontree demo memory://"),
+)
+@repository_argument(type=DESTINATION)
+@json_option("print the two sessions' metadata as JSON instead")
+def demo(url: str, as_json: bool) -> int:
+    """Without a URL: $SESSIONTREE_URL, else JSONL files in the user data directory."""
     console = stdout_console()
     with open_repo(url) as repo:
         source, fork = _write(repo)
-        if args.json:
+        if as_json:
             print_json({"url": url, "session": metadata_row(source), "fork": metadata_row(fork)})
             return 0
         with repo.open(_listed(repo, source)) as session:
@@ -394,12 +385,3 @@ def _listed(repo: SessionRepo, metadata: SessionMetadata) -> SessionMetadata:
             return candidate
     return metadata
 
-
-register_command(
-    Command(
-        name="demo",
-        help="write a realistic agent session (tools, a branch, a compaction, a label, usage), fork, show",
-        configure=_configure,
-        run=_run,
-    )
-)

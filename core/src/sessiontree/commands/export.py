@@ -3,17 +3,26 @@ pi CLI session file (``--pi-cli``, :mod:`.pi_cli_export`)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from ..cli import Command, register_command
-from .common import UsageError, add_examples, inventory_of, open_target_session, print_json
+import click
+
+from ..dump import inventory_of
+from ..errors import SessionTreeError
 from .html_export import render_html
+from .options import SessionTargetType, command, cwd_option, json_option, session_option
+from .output import print_json, print_line
 from .pi_cli_export import export_pi_cli
+from .status import UsageError
+from .targets import SessionTarget, open_session
 from .tree import load_tree
 
-__all__ = ["export_html", "export_pi_cli"]
+__all__ = ["ExportError", "export", "export_html", "export_pi_cli"]
+
+
+class ExportError(SessionTreeError):
+    """The page or file cannot be written where asked (exit status 1, like any failed write)."""
 
 
 def export_html(session: object, path: str) -> int:
@@ -21,7 +30,7 @@ def export_html(session: object, path: str) -> int:
     page = render_html(load_tree(session)).encode("utf-8")  # type: ignore[arg-type]
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise UsageError(f"Cannot write {path}: the directory {directory} does not exist")
+        raise ExportError(f"Cannot write {path}: the directory {directory} does not exist")
     temporary = f"{path}.tmp"
     with open(temporary, "wb") as f:
         f.write(page)
@@ -29,71 +38,76 @@ def export_html(session: object, path: str) -> int:
     return len(page)
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target", metavar="URL_OR_FILE", help="a repository URL or directory, or a session file"
-    )
-    parser.add_argument(
-        "--session", metavar="ID", help="the session (optional when the repository holds one)"
-    )
-    parser.add_argument("--cwd", metavar="CWD", help="the working directory, when an id exists in several")
-    output = parser.add_mutually_exclusive_group(required=True)
-    output.add_argument("--html", metavar="FILE", help="the HTML file to write")
-    output.add_argument(
-        "--pi-cli",
-        metavar="FILE_OR_DIR",
-        help="write one branch as a pi CLI (v3) session file; a directory is taken as the CLI's sessions "
-        "directory (the file goes to <dir>/--<cwd>--/<timestamp>_<id>.jsonl)",
-    )
-    parser.add_argument("--branch", default="main", help="the branch --pi-cli writes (default main)")
-    parser.add_argument("--json", action="store_true", help="print what was written as JSON")
-    add_examples(
-        parser,
+@command(
+    "export",
+    help="write a session tree as one HTML page, or one branch as a pi CLI session file",
+    examples=(
         "sessiontree export jsonl:///srv/sessions --session my-session --html s.html",
         "sessiontree export jsonl:///srv/sessions --session my-session --pi-cli ~/.pi/agent/sessions",
         "sessiontree export ~/.pi/agent/sessions/--home-me--/2026-01-01T10-00-00-000Z_s.jsonl --html s.html",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    if args.pi_cli is not None:
-        return _run_pi_cli(args)
-    with open_target_session(args.target, args.session, cwd=args.cwd) as (session, _repo):
-        size = export_html(session, args.html)
-        session_id = session.metadata.id
-    if args.json:
-        print_json({"session": session_id, "html": os.path.abspath(args.html), "bytes": size})
+    ),
+)
+@click.argument("target", metavar="URL_OR_FILE", type=SessionTargetType())
+@session_option()
+@cwd_option()
+@click.option("--html", "html", metavar="FILE", help="the HTML file to write")
+@click.option(
+    "--pi-cli",
+    "pi_cli",
+    metavar="FILE_OR_DIR",
+    help="write one branch as a pi CLI (v3) session file; a directory is taken as the CLI's sessions "
+    "directory (the file goes to <dir>/--<cwd>--/<timestamp>_<id>.jsonl)",
+)
+@click.option("--branch", default="main", show_default=True, help="the branch --pi-cli writes")
+@json_option("print what was written as JSON")
+def export(
+    target: SessionTarget,
+    session_id: str | None,
+    cwd: str | None,
+    html: str | None,
+    pi_cli: str | None,
+    branch: str,
+    as_json: bool,
+) -> int:
+    """Give exactly one of --html and --pi-cli."""
+    if (html is None) == (pi_cli is None):
+        raise click.UsageError("give exactly one of --html FILE and --pi-cli FILE_OR_DIR")
+    if pi_cli is not None:
+        return _export_pi_cli(target, session_id, cwd, pi_cli, branch, as_json)
+    assert html is not None
+    with open_session(target, session_id, cwd=cwd) as (session, _backend):
+        size = export_html(session, html)
+        exported = session.metadata.id
+    if as_json:
+        print_json({"session": exported, "html": os.path.abspath(html), "bytes": size})
     else:
-        print(f"Wrote {args.html} ({size} bytes): session {session_id}; open it in a browser")
+        print_line(f"Wrote {html} ({size} bytes): session {exported}; open it in a browser")
     return 0
 
 
-def _run_pi_cli(args: argparse.Namespace) -> int:
-    with open_target_session(args.target, args.session, cwd=args.cwd) as (session, _repo):
-        if session.branch(args.branch) is None:
-            raise UsageError(f"Session {session.metadata.id} has no branch {args.branch}")
+def _export_pi_cli(
+    target: SessionTarget, session_id: str | None, cwd: str | None, path: str, branch: str, as_json: bool
+) -> int:
+    with open_session(target, session_id, cwd=cwd) as (session, _backend):
+        if session.branch(branch) is None:
+            raise UsageError(f"Session {session.metadata.id} has no branch {branch}")
         try:
-            written = export_pi_cli(session, args.pi_cli, branch=args.branch, inventory=inventory_of(session))
+            written = export_pi_cli(session, path, branch=branch, inventory=inventory_of(session))
         except FileExistsError as error:
-            raise UsageError(f"Cannot write {error.filename or args.pi_cli}: the file exists") from None
-        session_id = session.metadata.id
+            raise ExportError(f"Cannot write {error.filename or path}: the file exists") from None
+        exported = session.metadata.id
     for line in written.omitted:  # never dropped silently
         sys.stderr.write(f"sessiontree export: not in the pi CLI file: {line}\n")
-    if args.json:
+    if as_json:
         print_json(
-            {"session": session_id, "branch": args.branch, "piCli": os.path.abspath(written.path),
-             "records": written.records, "omitted": list(written.omitted)}
+            {
+                "session": exported,
+                "branch": branch,
+                "piCli": os.path.abspath(written.path),
+                "records": written.records,
+                "omitted": list(written.omitted),
+            }
         )
     else:
-        print(f"Wrote {written.path} ({written.records} records): branch {args.branch} of session {session_id}")
+        print_line(f"Wrote {written.path} ({written.records} records): branch {branch} of session {exported}")
     return 0
-
-
-register_command(
-    Command(
-        name="export",
-        help="write a session tree as one HTML page, or one branch as a pi CLI session file",
-        configure=_configure,
-        run=_run,
-    )
-)

@@ -10,19 +10,19 @@ from __future__ import annotations
 import os
 
 from ..contracts import SessionRepo, SupportsCheck
-from ..errors import SessionTreeError
+from ..errors import SessionTreeError, StorageFormatError
 from ..findings import CheckReport, Finding, check_references, error_causes
 from ..plugins import open_backend
-from ..urls import local_path_url
-from .common import UsageError, storage_of
+from ..urls import parse_url
+from .status import UsageError
+from .targets import file_repository_url, is_url
 
-__all__ = ["CheckReport", "Finding", "check_path", "check_repository", "check_with_backend"]
-
-FILE_BACKEND = "jsonl"
-"""The backend a bare path (not a URL) names: pi's session files."""
+__all__ = ["CheckReport", "Finding", "check_path", "check_repository", "check_target", "check_with_backend"]
 
 
-def check_with_backend(url: str, target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
+def check_with_backend(
+    url: str, target: str, *, repair: bool = False, min_temp_age: float = 600.0
+) -> CheckReport:
     """Check ``target`` (a path) with the backend ``url`` selects; it must offer
     :class:`~sessiontree.contracts.SupportsCheck`."""
     backend = open_backend(url)
@@ -35,8 +35,27 @@ def check_path(target: str, *, repair: bool = False, min_temp_age: float = 600.0
     """Check the session files at ``target``: a session file, or a directory of them (pi's layout or
     flat). Paths in findings are spelled as reached from ``target``, as pi prints the path it was given."""
     directory = target if os.path.isdir(target) else os.path.dirname(os.path.abspath(target))
-    url = local_path_url(FILE_BACKEND, directory)
-    return check_with_backend(url, target, repair=repair, min_temp_age=min_temp_age)
+    return check_with_backend(
+        file_repository_url(directory), target, repair=repair, min_temp_age=min_temp_age
+    )
+
+
+def check_target(target: str, *, repair: bool = False, min_temp_age: float = 600.0) -> CheckReport:
+    """Check ``target``: a directory or a file, or a local URL of a backend that can check its files
+    (:class:`~sessiontree.contracts.SupportsCheck`), is checked file by file; any other URL through its
+    repository (:func:`check_repository`)."""
+    if not is_url(target):
+        if not os.path.exists(target):
+            raise UsageError(f"No such file or directory: {target}")
+        return check_path(target, repair=repair, min_temp_age=min_temp_age)
+    parsed = parse_url(target)
+    backend = open_backend(target)
+    if isinstance(backend, SupportsCheck) and parsed.filesystem is None and parsed.path is not None:
+        if not os.path.exists(parsed.path):
+            return CheckReport(checked=0, findings=())
+        return backend.check(parsed.path, repair=repair, min_temp_age=min_temp_age)
+    with backend.open_repo() as repo:
+        return check_repository(repo)
 
 
 def check_repository(repo: SessionRepo) -> CheckReport:
@@ -47,9 +66,7 @@ def check_repository(repo: SessionRepo) -> CheckReport:
     for metadata in sessions:
         try:
             with repo.open(metadata) as session:
-                findings.extend(
-                    check_references(storage_of(session), path=metadata.path, session=metadata.id)
-                )
+                findings.extend(check_references(session.storage, path=metadata.path, session=metadata.id))
         except (SessionTreeError, OSError, ValueError) as error:
             findings.append(
                 Finding(
@@ -58,7 +75,7 @@ def check_repository(repo: SessionRepo) -> CheckReport:
                     message=str(error),
                     path=metadata.path,
                     session=metadata.id,
-                    line=getattr(error, "line", None),
+                    line=error.line if isinstance(error, StorageFormatError) else None,
                     cause=error_causes(error),
                 )
             )

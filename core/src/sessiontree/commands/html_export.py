@@ -15,7 +15,7 @@ import html
 from .. import jsjson
 from ..dump import format_dump
 from ..wire import entry_to_wire
-from .common import iso_time, short_id
+from .output import iso_time, short_id
 from .tree import SessionTree, describe_entry
 
 __all__ = ["render_html"]

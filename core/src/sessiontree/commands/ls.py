@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any
 
 import attrs
-from rich.table import Table
 from rich.text import Text
 
-from ..cli import Command, register_command
 from ..contracts import SessionRepo
 from ..errors import SessionTreeError
 from ..model import SessionMetadata
 from ..plugins import open_repo
 from ..values import branch_tip_inventory_prefix
-from .common import (
-    add_examples,
-    flat_files_hint,
-    iso_time,
-    list_sessions,
-    print_json,
-    repository_url,
-    stdout_console,
-)
+from .options import command, cwd_option, json_option, repository_argument
+from .output import Column, iso_time, print_json, print_line, print_table
+from .targets import flat_files_hint, list_sessions
 
-__all__ = ["SessionSummary", "summarize_sessions"]
+__all__ = ["SessionSummary", "ls", "summarize_sessions"]
 
 
 @attrs.frozen(kw_only=True)
@@ -108,66 +99,52 @@ def _count(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "url",
-        metavar="URL",
-        nargs="?",
-        help="the repository (a URL or a directory); default: $SESSIONTREE_URL, else the embedded default",
-    )
-    parser.add_argument("--cwd", metavar="CWD", help="only the sessions of this working directory")
-    parser.add_argument("--json", action="store_true", help="print the sessions as a JSON array")
-    add_examples(
-        parser,
+_COLUMNS = (
+    Column("id"),
+    Column("name"),
+    Column("created", wrap=False),
+    Column("entries", justify="right", wrap=False),
+    Column("branches", justify="right", wrap=False),
+    Column("size", justify="right", wrap=False),
+    Column("cwd"),
+)
+
+
+@command(
+    "ls",
+    help="list the sessions of a repository: id, name, created, entries, branches, size",
+    examples=(
         "sessiontree ls",
         "sessiontree ls jsonl:///srv/sessions --cwd /home/me/project",
         "sessiontree ls ~/.pi/agent/sessions --json",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    url = repository_url(args.url)
+    ),
+)
+@repository_argument()
+@cwd_option("only the sessions of this working directory")
+@json_option("print the sessions as a JSON array")
+def ls(url: str, cwd: str | None, as_json: bool) -> int:
+    """The repository is a URL or a directory; without one, $SESSIONTREE_URL, else the embedded default.
+    Piped, the title line is followed by one tab-separated line per session."""
     with open_repo(url) as repo:
-        summaries = summarize_sessions(repo, cwd=args.cwd)
-    if args.json:
+        summaries = summarize_sessions(repo, cwd=cwd)
+    if as_json:
         print_json([summary.to_json() for summary in summaries])
         return 0
-    console = stdout_console()
     if not summaries:
         hint = flat_files_hint(url)
-        console.print(f"No sessions in {url}" + (f"; {hint}" if hint else ""), soft_wrap=True)
+        print_line(f"No sessions in {url}" + (f"; {hint}" if hint else ""))
         return 0
-    table = Table(title=f"{len(summaries)} sessions in {url} (times in UTC)", title_justify="left")
-    for column, justify, wrap in (
-        ("id", "left", True),
-        ("name", "left", True),
-        ("created", "left", False),
-        ("entries", "right", False),
-        ("branches", "right", False),
-        ("size", "right", False),
-        ("cwd", "left", True),
-    ):
-        table.add_column(column, justify=justify, overflow="fold", no_wrap=not wrap)  # type: ignore[arg-type]
-    for summary in summaries:
-        metadata = summary.metadata
-        table.add_row(
-            Text(metadata.id),
+    rows = [
+        (
+            Text(summary.metadata.id),
             Text(summary.error, style="red") if summary.error else Text(summary.name or ""),
-            iso_time(metadata.created_at, pattern="%Y-%m-%d %H:%M"),
+            iso_time(summary.metadata.created_at, pattern="%Y-%m-%d %H:%M"),
             _count(summary.entries),
             _count(summary.branches),
             _size_text(summary.size),
-            Text(metadata.cwd or ""),
+            Text(summary.metadata.cwd or ""),
         )
-    console.print(table)
+        for summary in summaries
+    ]
+    print_table(f"{len(summaries)} sessions in {url} (times in UTC)", _COLUMNS, rows)
     return 0
-
-
-register_command(
-    Command(
-        name="ls",
-        help="list the sessions of a repository: id, name, created, entries, branches, size",
-        configure=_configure,
-        run=_run,
-    )
-)

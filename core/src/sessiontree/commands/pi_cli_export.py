@@ -35,7 +35,7 @@ import attrs
 from .. import jsjson
 from ..context import CONTEXT_RULES, context_rules
 from ..contracts import Session
-from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory
+from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, inventory_of
 from ..model import (
     ABSENT,
     BranchSummaryEntry,
@@ -47,7 +47,6 @@ from ..model import (
 )
 from ..values import branch_tip_inventory_prefix, lane_config, session_name, value
 from ..wire import usage_to_wire
-from .common import inventory_of
 
 __all__ = ["PiCliExport", "cli_file_name", "cli_session_directory", "export_pi_cli"]
 

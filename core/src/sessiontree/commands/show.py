@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable
 
+import click
 from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
 from .. import jsjson
-from ..cli import Command, register_command
 from ..context import branch_context
 from ..contracts import Session
 from ..plugins import get_registry
 from ..wire import entry_to_wire, stats_to_wire
-from .common import (
-    UsageError,
-    add_examples,
-    iso_time,
-    metadata_row,
-    open_target_session,
-    print_json,
-    short_id,
-    shorten,
-    stdout_console,
-)
+from .options import SessionTargetType, command, cwd_option, json_option, session_option
+from .output import iso_time, metadata_row, print_json, short_id, shorten, stdout_console
+from .status import UsageError
+from .targets import SessionTarget, open_session
 from .tree import SessionTree, describe_entry, describe_message, load_tree
 
-__all__ = ["render_context", "render_tree", "show_session", "tree_json"]
+__all__ = ["render_context", "render_tree", "show", "show_session", "tree_json"]
 
 TITLE_WIDTH = 96
 CONTEXT_BODY_LIMIT = 800
@@ -237,46 +229,33 @@ def show_session(
     console.print(render_tree(tree, branch=branch, full_ids=full))
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "target", metavar="URL_OR_FILE", help="a repository URL or directory, or a session file"
-    )
-    parser.add_argument(
-        "--session", metavar="ID", help="the session (optional when the repository holds one)"
-    )
-    parser.add_argument("--cwd", metavar="CWD", help="the working directory, when an id exists in several")
-    parser.add_argument("--branch", metavar="B", help="show only this branch's path (or its context)")
-    parser.add_argument(
-        "--context", action="store_true", help="print what a model would be sent for the branch"
-    )
-    parser.add_argument("--full", action="store_true", help="full ids and unshortened context messages")
-    parser.add_argument("--json", action="store_true", help="print the tree (or the context) as JSON")
-    add_examples(
-        parser,
+@command(
+    "show",
+    help="draw a session tree (branches, tips, labels, compactions) or print a branch's model context",
+    examples=(
         "sessiontree show jsonl:///srv/sessions --session my-session",
         "sessiontree show ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl",
         "sessiontree show jsonl:///srv/sessions --session abc --branch main --context",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    with open_target_session(args.target, args.session, cwd=args.cwd) as (session, _repo):
-        show_session(
-            session,
-            stdout_console(),
-            branch=args.branch,
-            context=args.context,
-            full=args.full,
-            as_json=args.json,
-        )
-    return 0
-
-
-register_command(
-    Command(
-        name="show",
-        help="draw a session tree (branches, tips, labels, compactions) or print a branch's model context",
-        configure=_configure,
-        run=_run,
-    )
+    ),
 )
+@click.argument("target", metavar="URL_OR_FILE", type=SessionTargetType())
+@session_option()
+@cwd_option()
+@click.option("--branch", metavar="B", help="show only this branch's path (or its context)")
+@click.option("--context", is_flag=True, help="print what a model would be sent for the branch")
+@click.option("--full", is_flag=True, help="full ids and unshortened context messages")
+@json_option("print the tree (or the context) as JSON")
+def show(
+    target: SessionTarget,
+    session_id: str | None,
+    cwd: str | None,
+    branch: str | None,
+    context: bool,
+    full: bool,
+    as_json: bool,
+) -> int:
+    """The target is a repository URL or directory (--session may be left out when it holds one session),
+    or a session file."""
+    with open_session(target, session_id, cwd=cwd) as (session, _backend):
+        show_session(session, stdout_console(), branch=branch, context=context, full=full, as_json=as_json)
+    return 0

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sessiontree.contracts import Capabilities
+from sessiontree.contracts import Capabilities, Session
 from sessiontree.errors import PluginError
 from sessiontree.fs import FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
@@ -147,6 +147,17 @@ class JsonlBackend:
         from .check import check_session_files
 
         return check_session_files(target, repair=repair, min_temp_age=min_temp_age)
+
+    def minted_ids(self, session: Session) -> frozenset[str]:
+        """The ids of ``session`` its file does not hold: those the v3 importer minted
+        (:class:`~sessiontree.contracts.SupportsMintedIds`; ``sessiontree dump --normalize``)."""
+        from .export import minted_ids
+        from .storage import JsonlStorage
+
+        storage = session.storage
+        if not isinstance(storage, JsonlStorage):
+            return frozenset()
+        return minted_ids(self.fs, storage.path, storage)
 
     def open_repo(self) -> JsonlSessionRepo:
         """A :class:`~sessiontree_jsonl.JsonlSessionRepo` over the root (created on first write)."""

@@ -1,15 +1,17 @@
-"""What a session file tells beyond the Storage reads: the addresses it names and its committed
-transactions as written (the JSONL storage's ``SupportsInventory`` and ``SupportsExport``)."""
+"""What a session file tells beyond the Storage reads: the addresses it names, its committed
+transactions as written (the JSONL storage's ``SupportsInventory`` and ``SupportsExport``) and the ids
+the v3 importer minted (the backend's ``SupportsMintedIds``)."""
 
 from __future__ import annotations
 
+from sessiontree.contracts import Storage
 from sessiontree.dump import DumpInventory, jsonl_inventory
 from sessiontree.errors import SessionTreeError, StorageFormatError
 from sessiontree.fs import FileSystem
 from sessiontree.wire import decode_transaction
 from sessiontree.writes import Write
 
-__all__ = ["file_inventory", "file_transactions"]
+__all__ = ["file_inventory", "file_transactions", "minted_ids"]
 
 
 def file_inventory(fs: FileSystem, path: str) -> DumpInventory:
@@ -37,3 +39,11 @@ def file_transactions(fs: FileSystem, path: str) -> list[tuple[Write, ...]]:
         if writes:
             transactions.append(tuple(writes))
     return transactions
+
+
+def minted_ids(fs: FileSystem, path: str, storage: Storage) -> frozenset[str]:
+    """The entry and usage-row ids ``storage`` (opened from the file at ``path``) holds that the file's
+    text does not: the ones an importer minted (a format-4 file holds every id it shows)."""
+    text = fs.read_bytes(path).decode("utf-8", "replace")
+    ids = [entry.id for entry in storage.scan_entries()] + [row.id for row in storage.scan_usage()]
+    return frozenset(i for i in ids if i not in text)

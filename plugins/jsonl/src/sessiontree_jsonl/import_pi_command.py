@@ -9,19 +9,21 @@ script by the plugin's ``register_commands`` hook.
 
 from __future__ import annotations
 
-import argparse
 import os
 
-from sessiontree.cli import Command
-from sessiontree.commands.common import UsageError, add_examples, is_url, repository_url
-from sessiontree.commands.copy import add_transfer_options, run_copy
+import click
+
+from sessiontree.commands.copy import run_copy, transfer_options
+from sessiontree.commands.options import command
+from sessiontree.commands.status import UsageError
+from sessiontree.commands.targets import is_url, repository_url
 from sessiontree.contracts import SessionRepo
 from sessiontree.urls import local_path_url
 
 from .plugin import IMPORT_PI_HELP
 from .storage import JsonlStorage
 
-__all__ = ["COMMAND", "DEFAULT_PI_SESSIONS", "pi_sessions_url", "source_formats"]
+__all__ = ["COMMAND", "DEFAULT_PI_SESSIONS", "import_pi", "pi_sessions_url", "source_formats"]
 
 DEFAULT_PI_SESSIONS = os.path.join("~", ".pi", "agent", "sessions")
 """Where pi's coding agent keeps its sessions (``<dir>/--<cwd>--/<file>.jsonl``)."""
@@ -58,36 +60,33 @@ def source_formats(repo: SessionRepo) -> dict[str, str]:
     return formats
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "places",
-        metavar="[PI_SESSIONS_DIR] DST_URL",
-        nargs="+",
-        help=f"the pi sessions directory (default {DEFAULT_PI_SESSIONS}) and the repository to import into",
-    )
-    add_transfer_options(parser, verb="import")
-    add_examples(
-        parser,
+@command(
+    "import-pi",
+    help=IMPORT_PI_HELP,
+    examples=(
         "sessiontree import-pi jsonl:///srv/sessions",
         "sessiontree import-pi ~/old-machine/.pi/agent/sessions sqlite:///srv/sessions.sqlite --verify",
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    places: list[str] = args.places
+    ),
+)
+@click.argument("places", metavar="[PI_SESSIONS_DIR] DST_URL", nargs=-1, required=True)
+@transfer_options("import")
+def import_pi(
+    places: tuple[str, ...], sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool
+) -> int:
+    """PI_SESSIONS_DIR defaults to ~/.pi/agent/sessions; DST_URL is a repository URL or directory. The
+    files are never modified; each session's row says which format its file was read as."""
     if len(places) > 2:
-        raise UsageError(f"import-pi takes [PI_SESSIONS_DIR] DST_URL, got {len(places)} arguments")
-    source = pi_sessions_url(places[0] if len(places) == 2 else None)
+        raise click.UsageError(f"import-pi takes [PI_SESSIONS_DIR] DST_URL, got {len(places)} arguments")
     return run_copy(
-        source,
+        pi_sessions_url(places[0] if len(places) == 2 else None),
         repository_url(places[-1], must_exist=False),
-        ids=args.sessions,
-        verify=args.verify,
-        replace=args.replace,
-        as_json=args.json,
+        ids=sessions or None,
+        verify=verify,
+        replace=replace,
+        as_json=as_json,
         describe=source_formats,
     )
 
 
-COMMAND = Command(name="import-pi", help=IMPORT_PI_HELP, configure=_configure, run=_run)
+COMMAND = import_pi
 """``sessiontree import-pi`` (registered by :func:`sessiontree_jsonl.plugin.register_commands`)."""
