@@ -564,6 +564,9 @@ class Capabilities:
     """Two repositories (processes) may append to one session safely."""
     supports_atomic_replace: bool = False
     """The backing store can replace a whole session atomically (publish, upgrade, compaction)."""
+    supports_owners: bool = True
+    """``repo.for_owner(owner)`` scopes the repository to one owner's sessions (:mod:`sessiontree.owners`);
+    a backend that cannot must claim it false (the conformance suite fails it otherwise)."""
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from .contracts import ForkOptions, Session
-from .errors import InvalidArgumentError, SessionNotFoundError, SessionOpenError
+from .errors import InvalidArgumentError, SessionNotFoundError, SessionOpenError, UnsupportedOperationError
 from .model import JsonValue, SessionMetadata
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "OwnedRepo",
     "Owner",
     "SupportsOwners",
+    "bind_owner",
     "not_found",
     "owner_extra",
     "owner_of",
@@ -92,15 +93,16 @@ class OwnedRepo:
 
     ``create`` and ``fork`` store the owner with the new session; ``open``, ``fork`` and ``delete`` of a
     session that is missing or not ``owner``'s raise :func:`not_found`'s error; ``list`` keeps only
-    ``owner``'s sessions. A view cannot be re-bound to another owner, and closing it closes nothing:
-    the repository it scopes owns the sessions.
+    ``owner``'s sessions. A view cannot be re-bound to another owner. Closing it closes the scoped
+    repository only when ``close_repo`` (the view is all its caller holds, as from ``open_repo``).
     """
 
-    def __init__(self, repo: SupportsOwners, owner: Owner) -> None:
+    def __init__(self, repo: SupportsOwners, owner: Owner, *, close_repo: bool = False) -> None:
         if not isinstance(owner, Owner):
             raise InvalidArgumentError(f"for_owner needs an Owner, got {type(owner).__name__}")
         self.repo = repo
         self.owner = owner
+        self._close_repo = close_repo
 
     def __repr__(self) -> str:
         return f"OwnedRepo({self.repo!r}, {self.owner!r})"
@@ -160,10 +162,26 @@ class OwnedRepo:
             raise not_found(resolved.id) from None
 
     def close(self) -> None:
-        """Nothing to release: the scoped repository keeps its sessions until it closes."""
+        """Close the scoped repository if this view owns it (``close_repo``); else nothing."""
+        if self._close_repo:
+            self.repo.close()  # type: ignore[attr-defined]
 
     def __enter__(self) -> OwnedRepo:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def bind_owner(repo: Any, owner: Owner) -> OwnedRepo:
+    """A view of ``repo`` for ``owner`` that owns ``repo`` (closing the view closes it): what
+    ``open_repo(url, owner=...)`` returns. ``repo`` is closed when it cannot be bound."""
+    if not isinstance(owner, Owner):
+        repo.close()
+        raise InvalidArgumentError(f"owner must be a sessiontree.owners.Owner, got {type(owner).__name__}")
+    if not isinstance(repo, SupportsOwners):
+        repo.close()
+        raise UnsupportedOperationError(
+            f"{type(repo).__name__} cannot bind an owner (it does not implement sessiontree.owners.SupportsOwners)"
+        )
+    return OwnedRepo(repo, owner, close_repo=True)

@@ -15,6 +15,7 @@ from .fork_coordination import RepoForkCoordinationSuite
 from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
 from .messages import RepoMessagesSuite
+from .owners import RepoOwnersSuite
 from .ownership import RepoOwnershipSuite
 from .runtime import RepoRuntimeSuite
 from .session_rules import RepoSessionRulesSuite
@@ -28,6 +29,7 @@ __all__ = [
     "RepoForkSuite",
     "RepoLifecycleSuite",
     "RepoMessagesSuite",
+    "RepoOwnersSuite",
     "RepoOwnershipSuite",
     "RepoRuntimeSuite",
     "RepoSessionRulesSuite",
