@@ -72,6 +72,13 @@ PERSISTENCE = "test_sessions_survive_closing_and_reopening_the_repository"
 CONCURRENT_WRITERS = "test_two_repositories_commit_to_one_session_in_turn"
 OPEN_BY_ID_NEW_REPO = "test_opens_by_id_from_a_new_repository"
 REQUIRED_CAPABILITIES = "test_claims_every_capability_pi_requires"
+OWNERS_LIST = "test_owner_views_list_only_their_own_sessions"
+OWNERS_OPEN = "test_another_owners_session_is_not_found_by_id_or_metadata"
+OWNERS_DELETE = "test_another_owners_session_cannot_be_deleted"
+OWNERS_FORK = "test_another_owners_session_cannot_be_forked"
+OWNERS_FORK_KEEPS = "test_a_fork_keeps_the_owner"
+OWNERS_UNOWNED = "test_unowned_sessions_are_invisible_to_owner_views"
+OWNER_CASES = frozenset({OWNERS_LIST, OWNERS_OPEN, OWNERS_DELETE, OWNERS_FORK, OWNERS_FORK_KEEPS, OWNERS_UNOWNED})
 
 # --- one table per backend ----------------------------------------------------------------------
 
@@ -146,6 +153,10 @@ EARLY_RESERVATIONS = Expected(
 EARLY_SESSION_COMMITS = Expected(REPO_EXTRAS, fail=frozenset({C3_BOUNDARY}), skip=UNCLAIMED_BY_MEMORY)
 OVERCLAIMS = Expected(REPO_EXTRAS, fail=frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS}))
 DENIES_REOPEN = Expected(REPO_EXTRAS, fail=frozenset({REQUIRED_CAPABILITIES}), skip=UNCLAIMED_BY_MEMORY)
+LEAKY_OWNERS = Expected(REPO_EXTRAS, fail=OWNER_CASES - {OWNERS_LIST}, skip=UNCLAIMED_BY_MEMORY)
+OWNERLESS_FORKS = Expected(REPO_EXTRAS, fail=frozenset({OWNERS_FORK_KEEPS}), skip=UNCLAIMED_BY_MEMORY)
+WITHOUT_OWNERS = Expected(REPO_EXTRAS, fail=OWNER_CASES, skip=UNCLAIMED_BY_MEMORY)
+DISCLAIMS_OWNERS = Expected(REPO_EXTRAS, skip=UNCLAIMED_BY_MEMORY | OWNER_CASES)
 
 BROKEN: dict[str, Expected] = {
     "no_parent_check": NO_PARENT_CHECK,
@@ -160,6 +171,10 @@ BROKEN: dict[str, Expected] = {
     "early_session_commits": EARLY_SESSION_COMMITS,
     "overclaims": OVERCLAIMS,
     "denies_reopen": DENIES_REOPEN,
+    "leaky_owners": LEAKY_OWNERS,
+    "ownerless_forks": OWNERLESS_FORKS,
+    "without_owners": WITHOUT_OWNERS,
+    "disclaims_owners": DISCLAIMS_OWNERS,
 }
 """Every broken backend of ``tests/fixtures/broken_backends`` and its table."""
 

@@ -23,7 +23,7 @@ OPTIONAL_CAPABILITIES: dict[str, str] = {
     ),
     "supports_concurrent_writers": "pi's suites use one repository per session",
     "supports_atomic_replace": "pi's suites never replace a whole session",
-    "supports_owners": "pi has no owners; a backend that cannot scope to one must say so (claimed by default)",
+    "supports_owners": "pi has no owners; a backend whose repository cannot scope to one claims it false",
 }
 """Capabilities a case may require, each with why pi lets a backend go without it."""
 
