@@ -166,6 +166,8 @@ class KitSessionRepo:
 
     def open(self, metadata: SessionMetadata | str) -> SessionHandle:
         """Open a session by id (a string, or ``metadata.id``); refuses one that is already open.
+        A storage that keeps a stored head checks it against its replayed state first
+        (:meth:`StateStorage.check_consistency`: on a mismatch the session opens with writes refused).
 
         Raises :class:`SessionNotFoundError` for an unknown id.
         """
@@ -179,6 +181,11 @@ class KitSessionRepo:
                 raise SessionOpenError(f"Session is already open: {session_id}")
             record.open = True
             session = record.session = StorageBackedSession(record.metadata, record.storage)
+        try:
+            _check_consistency(record.storage)
+        except BaseException:
+            self._mark_closed(record)  # the storage stays: a later open checks again
+            raise
         return self._handle(record, session)
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
@@ -225,3 +232,10 @@ class KitSessionRepo:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_consistency(storage: Storage) -> None:
+    """The open-time consistency check of a storage that offers it (every :class:`StateStorage`)."""
+    check = getattr(storage, "check_consistency", None)
+    if check is not None:
+        check()
