@@ -146,8 +146,8 @@ def test_open_repo_binds_an_owner_and_owns_the_repository(tmp_path: Path) -> Non
         assert [m.id for m in everyone.list()] == ["mine"]
         assert bob.list() == []
         assert refusal(bob.open, "mine") == "Unknown session: mine"
-    with pytest.raises(InvalidArgumentError, match="Owner"):
-        sessiontree.open_repo("memory://", owner={"tenant": "acme", "user": "ann"})
+    with pytest.raises(InvalidArgumentError, match="owner must be a sessiontree.owners.Owner"):
+        bind_owner(MemorySessionRepo(), {"tenant": "acme", "user": "ann"})  # type: ignore[arg-type]
 
 
 def test_binding_a_repository_without_owner_hooks_is_refused_and_closes_it() -> None:
