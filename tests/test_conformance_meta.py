@@ -72,6 +72,12 @@ PERSISTENCE = "test_sessions_survive_closing_and_reopening_the_repository"
 CONCURRENT_WRITERS = "test_two_repositories_commit_to_one_session_in_turn"
 OPEN_BY_ID_NEW_REPO = "test_opens_by_id_from_a_new_repository"
 REQUIRED_CAPABILITIES = "test_claims_every_capability_pi_requires"
+PRECONDITIONS = "test_commit_preconditions_refuse_the_whole_commit_when_one_fails"
+RETRY_RETURNS_ORIGINAL = "test_idempotent_retry_returns_the_original_result_and_writes_nothing"
+RETRY_USED_ID = "test_a_used_entry_id_with_other_content_is_a_conflict_naming_it"
+RETRY_PARTIAL = "test_a_retry_repeating_part_of_a_commit_is_a_conflict_and_writes_nothing"
+STORAGE_RETRIES = frozenset({RETRY_RETURNS_ORIGINAL, RETRY_USED_ID, RETRY_PARTIAL})
+LOST_ACK_RETRY = "test_a_lost_acknowledgement_retried_from_a_fresh_handle_returns_the_original"
 OWNERS_LIST = "test_owner_views_list_only_their_own_sessions"
 OWNERS_OPEN = "test_another_owners_session_is_not_found_by_id_or_metadata"
 OWNERS_DELETE = "test_another_owners_session_cannot_be_deleted"
@@ -88,7 +94,10 @@ UNCLAIMED_BY_MEMORY = frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WR
 CLEAN = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
 SLEEPY = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
 
-NO_PARENT_CHECK = Expected(STORAGE, fail=frozenset({S5_PARENTS, STATE_MACHINE}))
+# Its validator compares a retry without parents against entries stored with them.
+NO_PARENT_CHECK = Expected(
+    STORAGE, fail=frozenset({S5_PARENTS, STATE_MACHINE, RETRY_RETURNS_ORIGINAL, RETRY_USED_ID})
+)
 NONE_FOR_ABSENT = Expected(
     STORAGE,
     fail=frozenset({S1_MIXED_WRITES, S6_PENDING, S13_CUSTOM_DATA, S16_STRUCTURE, STATE_MACHINE}),
@@ -110,6 +119,8 @@ PIECEMEAL_COMMIT = Expected(
             INVALID_ADDRESS,
             HALF_COMMIT_READS,
             STATE_MACHINE,
+            # Stored in pieces, a commit is several commits: a retry of it repeats none whole.
+            *STORAGE_RETRIES,
         }
     ),
 )
@@ -151,8 +162,15 @@ EARLY_RESERVATIONS = Expected(
     REPO_EXTRAS, fail=frozenset({C1_CREATE_FIRST, C2_FORK_FIRST}), skip=UNCLAIMED_BY_MEMORY
 )
 EARLY_SESSION_COMMITS = Expected(REPO_EXTRAS, fail=frozenset({C3_BOUNDARY}), skip=UNCLAIMED_BY_MEMORY)
-OVERCLAIMS = Expected(REPO_EXTRAS, fail=frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS}))
+OVERCLAIMS = Expected(
+    REPO_EXTRAS, fail=frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS, LOST_ACK_RETRY})
+)
 DENIES_REOPEN = Expected(REPO_EXTRAS, fail=frozenset({REQUIRED_CAPABILITIES}), skip=UNCLAIMED_BY_MEMORY)
+EXPECTATION_BLIND = Expected(STORAGE, fail=frozenset({PRECONDITIONS}))
+RETRY_BLIND = Expected(STORAGE, fail=STORAGE_RETRIES)
+DECLARES_NO_RETRIES = Expected(STORAGE, skip=STORAGE_RETRIES)
+"""The retry-blind storage again, declaring it: its retry cases are skipped (named), not failed."""
+TRUSTING_RETRY = Expected(STORAGE, fail=frozenset({RETRY_USED_ID, RETRY_PARTIAL}))
 LEAKY_OWNERS = Expected(REPO_EXTRAS, fail=OWNER_CASES - {OWNERS_LIST}, skip=UNCLAIMED_BY_MEMORY)
 OWNERLESS_FORKS = Expected(REPO_EXTRAS, fail=frozenset({OWNERS_FORK_KEEPS}), skip=UNCLAIMED_BY_MEMORY)
 WITHOUT_OWNERS = Expected(REPO_EXTRAS, fail=OWNER_CASES, skip=UNCLAIMED_BY_MEMORY)
@@ -171,6 +189,10 @@ BROKEN: dict[str, Expected] = {
     "early_session_commits": EARLY_SESSION_COMMITS,
     "overclaims": OVERCLAIMS,
     "denies_reopen": DENIES_REOPEN,
+    "expectation_blind": EXPECTATION_BLIND,
+    "retry_blind": RETRY_BLIND,
+    "declares_no_retries": DECLARES_NO_RETRIES,
+    "trusting_retry": TRUSTING_RETRY,
     "leaky_owners": LEAKY_OWNERS,
     "ownerless_forks": OWNERLESS_FORKS,
     "without_owners": WITHOUT_OWNERS,

@@ -31,6 +31,8 @@ MEMORY_CAPABILITIES = {
     "supports_persistence": False,
     "supports_concurrent_writers": False,
     "supports_atomic_replace": False,
+    "supports_compare_and_set": True,
+    "supports_idempotent_retries": True,
     "supports_owners": True,
 }
 
@@ -190,6 +192,8 @@ def test_an_extra_plugin_is_listed_next_to_the_built_ins(tmp_path: Path) -> None
         "supports_persistence": True,
         "supports_concurrent_writers": True,
         "supports_atomic_replace": False,
+        "supports_compare_and_set": True,
+        "supports_idempotent_retries": True,
         "supports_owners": True,
     }
     assert extra["description"] == "fixture backend delegating to memory"

@@ -204,13 +204,13 @@ class _Delegating:
 class _LaxMutation(_Delegating):
     """A mutation whose ``commit`` never notices a pending assistant message (no §4.10 layer 2)."""
 
-    def commit(self, writes: Sequence[Write]) -> Any:
+    def commit(self, writes: Sequence[Write], **options: Any) -> Any:
         def unnoticed(write: Write) -> Write:
             if isinstance(write, EntryWrite) and isinstance(getattr(write.entry, "message", None), dict):
                 return EntryWrite(attrs.evolve(write.entry, message=_UnnoticedPending(write.entry.message)))
             return write
 
-        return self._inner.commit([unnoticed(write) for write in writes])
+        return self._inner.commit([unnoticed(write) for write in writes], **options)
 
     def _finish(self) -> None:
         self._inner.end()
@@ -255,6 +255,86 @@ class UnknownTargetSession(_SessionWrapper):
         if at is None or at in self._inner.get_entries([at]) or self._inner.branch(name) is not None:
             return self._inner.create_branch(name, at)
         return _force_tip(self._inner, name, at)
+
+
+class _OptionDropping(_Delegating):
+    """A session, branch or mutation whose writes lose the keyword options named in ``dropped``."""
+
+    dropped: tuple[str, ...] = ()
+
+    def _kept(self, options: dict[str, Any]) -> dict[str, Any]:
+        return {name: option for name, option in options.items() if name not in self.dropped}
+
+    def _finish(self) -> None:
+        self._inner.end()
+
+
+class _DroppingBranch(_OptionDropping):
+    def __init__(self, inner: Any, dropped: tuple[str, ...]) -> None:
+        super().__init__(inner)
+        self.dropped = dropped
+
+    def append_message(self, message: Any, **options: Any) -> Any:
+        return self._inner.append_message(message, **self._kept(options))
+
+    def append_custom_entry(self, custom_type: str, *data: Any, **options: Any) -> Any:
+        return self._inner.append_custom_entry(custom_type, *data, **self._kept(options))
+
+    def move_to(self, entry_id: str | None, **options: Any) -> Any:
+        return self._inner.move_to(entry_id, **self._kept(options))
+
+
+class _DroppingMutation(_OptionDropping):
+    def __init__(self, inner: Any, dropped: tuple[str, ...]) -> None:
+        super().__init__(inner)
+        self.dropped = dropped
+
+    def commit(self, writes: Sequence[Write], **options: Any) -> Any:
+        return self._inner.commit(writes, **self._kept(options))
+
+
+class _DroppingSession(_SessionWrapper):
+    """Every branch write and mutation commit of the session loses the options in ``dropped``."""
+
+    dropped: tuple[str, ...] = ()
+
+    def _branch(self, branch: Any) -> Any:
+        return None if branch is None else _DroppingBranch(branch, self.dropped)
+
+    def branch(self, name: str) -> Any:
+        return self._branch(self._inner.branch(name))
+
+    def create_branch(self, name: str, at: str | None) -> Any:
+        return self._branch(self._inner.create_branch(name, at))
+
+    def lane(self, name: str, **configuration: Any) -> Any:
+        return self._branch(self._inner.lane(name, **configuration))
+
+    def move_branch(self, name: str, entry_id: str | None, **options: Any) -> Any:
+        kept = {key: option for key, option in options.items() if key not in self.dropped}
+        return self._inner.move_branch(name, entry_id, **kept)
+
+    def delete_branch(self, name: str, **options: Any) -> Any:
+        kept = {key: option for key, option in options.items() if key not in self.dropped}
+        return self._inner.delete_branch(name, **kept)
+
+    def begin_mutation(self) -> Any:
+        return _DroppingMutation(self._inner.begin_mutation(), self.dropped)
+
+    def mutate(self, callback: Callable[[Any], Any]) -> Any:
+        return self._inner.mutate(lambda mutation: callback(_DroppingMutation(mutation, self.dropped)))
+
+
+class TipUncheckedSession(_DroppingSession):
+    """Branch writes ignore ``expected_tip`` and mutation commits ``expect``: no compare-and-set."""
+
+    dropped = ("expected_tip", "expect")
+
+
+class FreshIdSession(_DroppingSession):
+    """Appends ignore ``entry_id`` and mint a new id: a retry appends the entry again."""
+
+    dropped = ("entry_id",)
 
 
 def wrapping_repo(session_class: type[_SessionWrapper]) -> Callable[[], SessionRepo]:
@@ -425,6 +505,20 @@ MUTANTS: dict[str, Mutant] = {
             BranchReplacingSession,
             "test_create_branch_refuses_an_existing_branch_and_keeps_its_tip",
             SESSION_MACHINE,
+        ),
+        _session(
+            "tip_unchecked",
+            TipUncheckedSession,
+            "test_branch_writes_with_a_stale_expected_tip_raise_and_write_nothing",
+            # Its "other parent" case names the parent by expected_tip, which is lost.
+            "test_a_used_entry_id_with_other_content_is_a_conflict_naming_it",
+        ),
+        _session(
+            "fresh_ids_on_retry",
+            FreshIdSession,
+            "test_an_append_retried_with_its_entry_id_is_stored_once",
+            "test_a_used_entry_id_with_other_content_is_a_conflict_naming_it",
+            "test_a_lost_acknowledgement_retried_from_a_fresh_handle_returns_the_original",
         ),
         _session(
             "create_branch_unknown_target",

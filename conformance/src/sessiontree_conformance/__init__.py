@@ -51,6 +51,7 @@ from .storage import (
     StorageLifecycleSuite,
     StorageListsSuite,
     StoragePiSuite,
+    StorageRetrySuite,
     StorageSemanticsSuite,
     StorageSerializationSuite,
     StorageTransactionsSuite,
@@ -85,6 +86,7 @@ __all__ = [
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",
+    "StorageRetrySuite",
     "StorageSemanticsSuite",
     "StorageSerializationSuite",
     "StorageStateMachine",
@@ -96,6 +98,8 @@ __all__ = [
 ]
 
 
-class StorageSuite(StoragePiSuite, StorageSemanticsSuite, StorageExtraSuite, StorageStateMachineSuite):
-    """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite` and the
-    reference-model state machine."""
+class StorageSuite(
+    StoragePiSuite, StorageSemanticsSuite, StorageExtraSuite, StorageRetrySuite, StorageStateMachineSuite
+):
+    """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite`,
+    :class:`StorageRetrySuite` and the reference-model state machine."""

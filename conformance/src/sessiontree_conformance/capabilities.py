@@ -23,6 +23,10 @@ OPTIONAL_CAPABILITIES: dict[str, str] = {
     ),
     "supports_concurrent_writers": "pi's suites use one repository per session",
     "supports_atomic_replace": "pi's suites never replace a whole session",
+    "supports_compare_and_set": "pi has no compare-and-set (two writers corrupt its files); claimed by default",
+    "supports_idempotent_retries": (
+        "pi has no idempotent retries (a lost acknowledgement duplicates an entry); claimed by default"
+    ),
     "supports_owners": "pi has no owners; a backend whose repository cannot scope to one claims it false",
 }
 """Capabilities a case may require, each with why pi lets a backend go without it."""

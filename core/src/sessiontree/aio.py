@@ -126,15 +126,22 @@ class AsyncStorage:
         return _read(lambda: method(*args))
 
     def commit(
-        self, writes: Sequence[Any], *, expect: Any = None, expect_next_seq: int | None = None
+        self,
+        writes: Sequence[Any],
+        *,
+        expect: Any = None,
+        expect_next_seq: int | None = None,
+        idempotent: bool = False,
     ) -> Awaitable[Any]:
         if self._close_task is not None:
             return _failed(self._closed_error())
         writes = tuple(writes)
-        if expect is None and expect_next_seq is None:
+        if expect is None and expect_next_seq is None and not idempotent:
             return self._sequencer.run(lambda: self.sync.commit(writes))
         return self._sequencer.run(
-            lambda: self.sync.commit(writes, expect=expect, expect_next_seq=expect_next_seq)
+            lambda: self.sync.commit(
+                writes, expect=expect, expect_next_seq=expect_next_seq, idempotent=idempotent
+            )
         )
 
     def get_entries(self, ids: Iterable[str]) -> Awaitable[Any]:
@@ -184,9 +191,11 @@ class AsyncMutation:
         self.sync = mutation
         self._sequencer = sequencer
 
-    def commit(self, writes: Sequence[Any]) -> Awaitable[Any]:
+    def commit(self, writes: Sequence[Any], *, expect: Any = None, idempotent: bool = False) -> Awaitable[Any]:
         writes = tuple(writes)
-        return self._sequencer.run(lambda: self.sync.commit(writes))
+        if expect is None and not idempotent:
+            return self._sequencer.run(lambda: self.sync.commit(writes))
+        return self._sequencer.run(lambda: self.sync.commit(writes, expect=expect, idempotent=idempotent))
 
     def end(self) -> Awaitable[None]:
         return _read(self.sync.end)
@@ -241,11 +250,17 @@ class AsyncBranch:
         """The branch's model context (entry projectors run on a worker thread)."""
         return self._session._reader(lambda: self.sync.context(**options))
 
-    def append_message(self, message: JsonValue) -> Awaitable[str]:
-        return self._session._writer(lambda: self.sync.append_message(message))
+    def append_message(self, message: JsonValue, **options: Any) -> Awaitable[str]:
+        """``expected_tip``/``entry_id`` as the sync branch's."""
+        return self._session._writer(lambda: self.sync.append_message(message, **options))
 
-    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> Awaitable[str]:
-        return self._session._writer(lambda: self.sync.append_custom_entry(custom_type, data))
+    def append_custom_entry(
+        self, custom_type: str, data: JsonValue | Absent = ABSENT, **options: Any
+    ) -> Awaitable[str]:
+        return self._session._writer(lambda: self.sync.append_custom_entry(custom_type, data, **options))
+
+    def move_to(self, entry_id: str | None, **options: Any) -> Awaitable[None]:
+        return self._session._writer(lambda: self.sync.move_to(entry_id, **options))
 
 
 class AsyncSession:
@@ -356,8 +371,14 @@ class AsyncSession:
     def set_label(self, target_id: str, label: str | None) -> Awaitable[None]:
         return self._writer(lambda: self.sync.set_label(target_id, label))
 
-    def append_to_branch(self, name: str, entry: Any) -> Awaitable[str]:
-        return self._writer(lambda: self.sync.append_to_branch(name, entry))
+    def append_to_branch(self, name: str, entry: Any, **options: Any) -> Awaitable[str]:
+        return self._writer(lambda: self.sync.append_to_branch(name, entry, **options))
+
+    def move_branch(self, name: str, entry_id: str | None, **options: Any) -> Awaitable[None]:
+        return self._writer(lambda: self.sync.move_branch(name, entry_id, **options))
+
+    def delete_branch(self, name: str, **options: Any) -> Awaitable[None]:
+        return self._writer(lambda: self.sync.delete_branch(name, **options))
 
     # --- branches ------------------------------------------------------------------------------
 

@@ -26,10 +26,12 @@ from .model import (
     StoredValue,
     UsageRow,
 )
-from .queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from .queries import BranchQuery, BranchScan, EntryScan, ListReadOptions, UsageScan
 from .writes import Write
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .context import EntryProjector
     from .dump import DumpInventory
     from .findings import CheckReport, Finding
@@ -84,6 +86,7 @@ class Storage(Protocol):
         *,
         expect: Mapping[Address, JsonValue | Absent] | None = None,
         expect_next_seq: int | None = None,
+        idempotent: bool = False,
     ) -> CommitResult:
         """Assign seqs and one timestamp, validate, and apply all writes or none.
 
@@ -93,6 +96,14 @@ class Storage(Protocol):
         none stored); ``expect_next_seq`` is the next seq the caller's reads saw (no commit since).
         When one fails, :class:`~sessiontree.errors.SessionConflictError` is raised and nothing is
         written. An empty ``writes`` with preconditions only checks them (and so catches up).
+
+        ``idempotent=True`` marks a retry of a commit that may have landed (a lost acknowledgement): when
+        its entries are already stored with the same content, as one whole earlier commit, that
+        commit's result is returned (same seqs and timestamp) and nothing is written; a used id with
+        other content, or a partial repeat, raises :class:`~sessiontree.errors.EntryIdConflictError`.
+        Checked before the preconditions (the original commit moved what the retry expects). The
+        caller supplies the ids: the entry ids in ``writes`` are the retry key. See
+        :mod:`sessiontree.kit.idempotency`.
         """
         ...
 
@@ -197,7 +208,13 @@ class SessionMutation(Protocol):
     Allows at most one :meth:`commit`. Usable as a context manager (``end`` on exit).
     """
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult: ...
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        idempotent: bool = False,
+    ) -> CommitResult: ...
 
     def end(self) -> None: ...
 
@@ -216,18 +233,7 @@ class SessionMutation(Protocol):
         limit: int | float | None = None,
     ) -> list[ListElement]: ...
 
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]: ...
+    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def get_stats(self) -> SessionStats: ...
 
@@ -243,24 +249,24 @@ class Branch(Protocol):
 
     def get_tip_id(self) -> str | None: ...
 
-    def find_entries(
-        self,
-        *,
-        start: str | None = None,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]: ...
+    def find_entries(self, *, start: str | None = None, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None: ...
 
-    def append_message(self, message: JsonValue) -> str: ...
+    def append_message(self, message: JsonValue, *, expected_tip: Any = ..., entry_id: str | None = None) -> str:
+        """Append at the tip; ``expected_tip`` (compare-and-set) and ``entry_id`` (a retry key)."""
+        ...
 
-    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str: ...
+    def append_custom_entry(
+        self,
+        custom_type: str,
+        data: JsonValue | Absent = ABSENT,
+        *,
+        expected_tip: Any = ...,
+        entry_id: str | None = None,
+    ) -> str: ...
+
+    def move_to(self, entry_id: str | None, *, expected_tip: Any = ...) -> None: ...
 
     def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
         """What the model is sent for this branch (see :meth:`Session.context`)."""
@@ -294,18 +300,7 @@ class Session(Protocol):
         limit: int | float | None = None,
     ) -> list[ListElement]: ...
 
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: Literal["newest_first", "oldest_first"] = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]: ...
+    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def get_stats(self) -> SessionStats: ...
 
@@ -328,6 +323,14 @@ class Session(Protocol):
     def branch(self, name: str) -> Branch | None: ...
 
     def create_branch(self, name: str, at: str | None) -> Branch: ...
+
+    def move_branch(self, name: str, entry_id: str | None, *, expected_tip: Any = ...) -> None:
+        """Navigate branch ``name`` to another entry; ``expected_tip``: compare-and-set."""
+        ...
+
+    def delete_branch(self, name: str, *, expected_tip: Any = ...) -> None:
+        """Delete branch ``name``'s tip; ``expected_tip``: compare-and-set."""
+        ...
 
     def lane(
         self,
@@ -564,6 +567,11 @@ class Capabilities:
     """Two repositories (processes) may append to one session safely."""
     supports_atomic_replace: bool = False
     """The backing store can replace a whole session atomically (publish, upgrade, compaction)."""
+    supports_compare_and_set: bool = True
+    """Commits honour ``expect`` and branch writes ``expected_tip`` (a conflict writes nothing)."""
+    supports_idempotent_retries: bool = True
+    """``commit(..., idempotent=True)`` and appends with an ``entry_id`` answer a stored commit with its
+    original result (:mod:`sessiontree.kit.idempotency`)."""
     supports_owners: bool = True
     """``repo.for_owner(owner)`` scopes the repository to one owner's sessions (:mod:`sessiontree.owners`);
     a backend that cannot must claim it false (the conformance suite fails it otherwise)."""

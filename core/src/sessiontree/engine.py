@@ -44,6 +44,7 @@ from .model import (
     Usage,
     UsageRow,
 )
+from .kit.idempotency import CommitLog
 from .kit.stamping import constructor
 from .kit.validation import PreparedCommit, is_entry_then_value, prepare_commit, validate_committed
 from .queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
@@ -152,6 +153,8 @@ class SessionState:
         self._message_count = 0
         self._usage_total = empty_usage()
         self._stats: SessionStats | None = None  # built on demand from the two counters above
+        self.commits = CommitLog()
+        """Seq range and id count of each commit applied (for idempotent retries)."""
 
     # --- commits -------------------------------------------------------------------------------
 
@@ -164,7 +167,15 @@ class SessionState:
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
         stats = self.apply_committed(prepared.writes)
+        self.mark_commit(prepared)
         return _commit_result(prepared.first_seq, prepared.seqs, prepared.timestamp, stats)
+
+    def mark_commit(self, prepared: PreparedCommit) -> None:
+        """Record an applied commit in :attr:`commits` (a backend applying it its own way calls this)."""
+        writes = prepared.writes
+        if writes:
+            ids = sum(1 for write in writes if type(write) is EntryWrite or type(write) is UsageWrite)
+            self.commits.mark(prepared.first_seq, prepared.seqs[-1] + 1, ids)
 
     def validate_committed(self, writes: Sequence[Write]) -> None:
         """The commit validator (:func:`sessiontree.kit.validate_committed`) for writes that carry their
@@ -333,6 +344,16 @@ class SessionState:
 
     def holds_any_id(self, ids: AbstractSet[str]) -> bool:
         return not self._nodes.keys().isdisjoint(ids) or not self._usage.keys().isdisjoint(ids)
+
+    def stored_entry(self, entry_id: str) -> Entry | None:
+        node = self._nodes.get(entry_id)
+        return None if node is None else node.entry
+
+    def stored_usage(self, row_id: str) -> UsageRow | None:
+        return self._usage.get(row_id)
+
+    def commit_of(self, seq: int) -> tuple[int, int, int] | None:
+        return self.commits.commit_of(seq)
 
     def get_node(self, entry_id: str) -> EntryNode | None:
         return self._nodes.get(entry_id)

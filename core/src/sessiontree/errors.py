@@ -15,6 +15,7 @@ __all__ = [
     "BackendConflictError",
     "BackendNotFoundError",
     "CommitDiscarded",
+    "EntryIdConflictError",
     "ContextBuildError",
     "InvalidAddressError",
     "InvalidArgumentError",
@@ -234,6 +235,19 @@ class SessionConflictError(StorageConflictError):
             where = f"{getattr(address, 'namespace', address)}/{getattr(address, 'key', '')}"
             message = f"Session conflict at {where}: expected {_shown(expected)}, found {_shown(current)}"
         super().__init__(message)
+
+
+class EntryIdConflictError(SessionConflictError):
+    """A retried commit (``Storage.commit(..., idempotent=True)``) does not repeat a stored commit
+    whole: ``address`` is the entry or usage-row id at fault (``expected``/``current`` are ``None``);
+    nothing was written. See :mod:`sessiontree.kit.idempotency`."""
+
+    def __init__(self, record_id: str, reason: str) -> None:
+        self.address = record_id
+        self.expected = None
+        self.current = None
+        self.reason = reason
+        StorageConflictError.__init__(self, f"Entry id conflict: {record_id} {reason}")
 
 
 def _shown(value: object) -> str:

@@ -3,7 +3,8 @@
 ``Storage.commit(writes, expect={address: value}, expect_next_seq=n)`` refuses with
 :class:`~sessiontree.errors.SessionConflictError`, writing nothing, unless every named value is what the
 caller expects (:data:`~sessiontree.model.ABSENT`: no value stored) and, with ``expect_next_seq``, no
-commit was applied since the caller read seq ``n - 1``. A storage checks them atomically with the
+commit was applied since the caller read seq ``n - 1``. ``idempotent=True`` marks a retry: a commit that
+is already stored whole returns its original result instead (:mod:`sessiontree.kit.idempotency`). A storage checks them atomically with the
 commit, against its latest state (a JSONL storage: under the writer lock, after catching up on lines
 other processes appended), so a read-decide-write built on stale reads cannot silently commit.
 """
@@ -28,24 +29,37 @@ class _ValueState(Protocol):
 class Expectations:
     """The preconditions of one commit; build with :meth:`of`, test with :meth:`check`."""
 
-    __slots__ = ("next_seq", "values")
+    __slots__ = ("idempotent", "next_seq", "values")
 
-    def __init__(self, values: tuple[tuple[Address, JsonValue | Absent], ...], next_seq: int | None) -> None:
+    def __init__(
+        self,
+        values: tuple[tuple[Address, JsonValue | Absent], ...],
+        next_seq: int | None,
+        idempotent: bool = False,
+    ) -> None:
         self.values = values
         self.next_seq = next_seq
+        self.idempotent = idempotent
 
     @classmethod
     def of(
-        cls, expect: Mapping[Address, JsonValue | Absent] | None, expect_next_seq: int | None
+        cls,
+        expect: Mapping[Address, JsonValue | Absent] | None,
+        expect_next_seq: int | None,
+        idempotent: bool = False,
     ) -> Expectations | None:
         """The expectations of a commit's arguments, or ``None`` when there are none."""
+        if type(idempotent) is not bool:
+            raise TypeError(f"idempotent must be a bool, not {type(idempotent).__name__}")
         if not expect:
-            return None if expect_next_seq is None else cls((), expect_next_seq)
+            if expect_next_seq is None and not idempotent:
+                return None
+            return cls((), expect_next_seq, idempotent)
         values = tuple(expect.items())
         for address, _ in values:
             if not isinstance(address, Address) or address.kind != "value":
                 raise StorageValidationError(f"A commit can only expect value addresses, not {address!r}")
-        return cls(values, expect_next_seq)
+        return cls(values, expect_next_seq, idempotent)
 
     def check(self, state: _ValueState) -> None:
         """Raise :class:`SessionConflictError` at the first expectation ``state`` does not meet."""
@@ -60,7 +74,9 @@ class Expectations:
                 raise SessionConflictError(address, expected, ABSENT if stored is None else stored.value)
 
     def __repr__(self) -> str:
-        return f"Expectations(values={self.values!r}, next_seq={self.next_seq!r})"
+        return (
+            f"Expectations(values={self.values!r}, next_seq={self.next_seq!r}, idempotent={self.idempotent!r})"
+        )
 
 
 def json_equal(left: object, right: object) -> bool:

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["MAX_UUIDV7_TIMESTAMP", "UuidV7Generator", "UuidV7Minter", "uuidv7"]
+__all__ = ["MAX_UUIDV7_TIMESTAMP", "UuidV7Generator", "UuidV7Minter", "uuidv7", "uuidv7_from_digest"]
 
 MAX_UUIDV7_TIMESTAMP = 0xFFFF_FFFF_FFFF
 """Largest timestamp (Unix ms) a UUIDv7 can carry: 2^48 - 1."""
@@ -120,6 +120,20 @@ def uuidv7(timestamp_ms: int | None = None) -> str:
     ``RangeError``). After 2^41 ids in one process: ``ValueError("UUIDv7 generator sequence exhausted")``.
     """
     return _PROCESS_MINTER.mint(timestamp_ms)
+
+
+def uuidv7_from_digest(timestamp_ms: int, digest: bytes) -> str:
+    """A deterministic UUIDv7: ``timestamp_ms`` (an integer in ``[0, 2^48 - 1]``), version 7, variant
+    ``10``, and the other 74 bits from the first 10 bytes of ``digest`` (a hash of what the id stands for).
+    """
+    data = bytearray(16)
+    data[0:6] = timestamp_ms.to_bytes(6, "big")
+    data[6] = 0x70 | (digest[0] & 0x0F)
+    data[7] = digest[1]
+    data[8] = 0x80 | (digest[2] & 0x3F)
+    data[9:16] = digest[3:10]
+    text = data.hex()
+    return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
 
 
 class UuidV7Generator:

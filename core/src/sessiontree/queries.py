@@ -5,12 +5,13 @@ Cursors are plain seqs (pi's ``{seq}``); they are exclusive.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypedDict
 
 import attrs
 
 __all__ = [
     "BranchOrder",
+    "BranchQuery",
     "BranchScan",
     "EntryScan",
     "ListReadOptions",
@@ -43,6 +44,18 @@ class BranchScan:
     order: BranchOrder = "newest_first"
     limit: int | float | None = None
     cursor: int | None = None
+
+
+class BranchQuery(TypedDict, total=False):
+    """The keywords of ``scan_branch`` and ``find_entries``: a :class:`BranchScan` without ``start``."""
+
+    stop_at_type: str | None
+    stop_at_id: str | None
+    type: str | None
+    custom_type: str | None
+    order: BranchOrder
+    limit: int | float | None
+    cursor: int | None
 
 
 @attrs.frozen(kw_only=True)

@@ -13,9 +13,10 @@ raises :class:`~sessiontree.errors.SessionMutationError` instead.
 from __future__ import annotations
 
 import functools
+import enum
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
@@ -27,6 +28,7 @@ from .contracts import IdGenerator, Storage, SupportsLatestReads
 from .errors import (
     SessionBranchExistsError,
     SessionClosedError,
+    EntryIdConflictError,
     SessionConflictError,
     SessionInvalidBranchError,
     SessionInvariantError,
@@ -52,11 +54,16 @@ from .model import (
     StoredValue,
 )
 from .mutation_line import MutationLine, MutationTicket
-from .queries import LIST_READ_DEFAULT_LIMIT, BranchOrder, BranchScan, EntryScan, ListReadOptions, SeqOrder
+from .queries import LIST_READ_DEFAULT_LIMIT, BranchQuery, BranchScan, EntryScan, ListReadOptions, SeqOrder
 from .writes import EntryWrite, Write, append_list, delete_list, delete_value, insert_entry, set_value
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
+    "ANY_TIP",
     "AdmittedMutation",
+    "AnyTip",
     "BranchAppend",
     "CustomEntryAppend",
     "MessageAppend",
@@ -68,6 +75,16 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class AnyTip(enum.Enum):
+    """The type of :data:`ANY_TIP`."""
+
+    ANY_TIP = "any tip"
+
+
+ANY_TIP = AnyTip.ANY_TIP
+"""``expected_tip`` of a branch write that accepts whatever tip it finds (the default)."""
 
 _INACTIVE_MESSAGE = "SessionMutator cannot be used outside its mutation callback"
 _COMMIT_ATTEMPTED_MESSAGE = "SessionMutator commit already attempted"
@@ -121,6 +138,21 @@ def _next_seq(storage: Storage) -> int:
     if _reads_latest(type(storage)):
         return storage.next_seq()  # type: ignore[attr-defined,no-any-return]
     return storage.commit(()).first_seq
+
+
+def _tip_for_write(
+    storage: Storage, tip: Address, name: str, expected_tip: str | None | AnyTip
+) -> JsonValue:
+    """The tip a branch write expects: ``expected_tip`` when given, else the latest tip (which must
+    exist: ``SessionInvariantError("Unknown branch: <name>")``)."""
+    if not isinstance(expected_tip, AnyTip):
+        require_optional_str(expected_tip, "expected_tip")
+        return expected_tip
+    stored = storage.get_value(tip)
+    current = _latest_value(storage, tip) if stored is None else stored.value
+    if current is ABSENT:
+        raise SessionInvariantError(f"Unknown branch: {name}")
+    return current  # type: ignore[return-value]
 
 
 def _first_or_none(entries: Sequence[Entry]) -> Entry | None:
@@ -198,31 +230,10 @@ class _StorageReads:
         require_address(address)
         return self._storage.read_list(address, _list_options(cursor, order, limit))
 
-    def scan_branch(
-        self,
-        start: str,
-        *,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: BranchOrder = "newest_first",
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]:
+    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]:
         """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
         self._guard()
-        query = BranchScan(
-            start=start,
-            stop_at_type=stop_at_type,
-            stop_at_id=stop_at_id,
-            type=type,
-            custom_type=custom_type,
-            order=order,
-            limit=limit,
-            cursor=cursor,
-        )
-        return self._storage.scan_branch(query)
+        return self._storage.scan_branch(BranchScan(start=start, **query))
 
     def get_stats(self) -> SessionStats:
         """Message count and usage totals."""
@@ -275,8 +286,18 @@ class StorageBackedSessionMutation(_StorageReads):
         if not self._active:
             raise SessionMutationError(_INACTIVE_MESSAGE)
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        idempotent: bool = False,
+    ) -> CommitResult:
         """Commit ``writes`` atomically. Only one attempt is allowed, whatever its outcome.
+
+        ``expect`` and ``idempotent`` are :meth:`sessiontree.contracts.Storage.commit`'s: values the
+        commit expects (else :class:`~sessiontree.errors.SessionConflictError`, nothing written), and a
+        retry of a commit that may have landed (its original result when it did).
 
         An entry write carrying a pending assistant message counts as the attempt and raises
         :class:`~sessiontree.errors.SessionPendingAssistantMessageError` before storage sees it.
@@ -300,9 +321,15 @@ class StorageBackedSessionMutation(_StorageReads):
                     and is_pending_assistant_message(getattr(write.entry, "message", ABSENT))
                 ):
                     raise SessionPendingAssistantMessageError()
-            if self._read_next_seq is None:
-                return self._storage.commit(writes)
-            return self._storage.commit(writes, expect_next_seq=self._read_next_seq)
+            # Only the preconditions in use are passed: a storage that predates one still commits.
+            options: dict[str, Any] = {}
+            if expect is not None:
+                options["expect"] = expect
+            if self._read_next_seq is not None:
+                options["expect_next_seq"] = self._read_next_seq
+            if idempotent:
+                options["idempotent"] = True
+            return self._storage.commit(writes, **options)
 
     def end(self) -> None:
         """Give the line back (after an attempted commit has settled). Idempotent."""
@@ -409,48 +436,55 @@ class StorageBackedBranch:
         """The tip entry id (``None`` for an empty branch); ``SessionInvariantError`` if the tip is gone."""
         return self._session.get_branch_tip(self.name)
 
-    def find_entries(
-        self,
-        *,
-        start: str | None = None,
-        stop_at_type: str | None = None,
-        stop_at_id: str | None = None,
-        type: str | None = None,
-        custom_type: str | None = None,
-        order: BranchOrder | None = None,
-        limit: int | float | None = None,
-        cursor: int | None = None,
-    ) -> list[Entry]:
+    def find_entries(self, *, start: str | None = None, **query: Unpack[BranchQuery]) -> list[Entry]:
         """Entries on the path from ``start`` (default: the tip) to the root, newest first by default.
 
         An explicit ``start`` may be any entry and skips the tip lookup; an empty branch gives ``[]``.
+        ``order=None`` means the default.
         """
+        if "order" in query and query["order"] is None:
+            del query["order"]
         if start is None:
             start = self.get_tip_id()
             if start is None:
                 return []
-        return self._session.scan_branch(
-            start,
-            stop_at_type=stop_at_type,
-            stop_at_id=stop_at_id,
-            type=type,
-            custom_type=custom_type,
-            order="newest_first" if order is None else order,
-            limit=limit,
-            cursor=cursor,
-        )
+        return self._session.scan_branch(start, **query)
 
     def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None:
         """The first entry :meth:`find_entries` would return, or ``None``."""
         return _first_or_none(self.find_entries(limit=_single_limit(limit), **query))
 
-    def append_message(self, message: JsonValue) -> str:
-        """Append a message entry at the tip and move the tip to it; returns the new id."""
-        return self._session.append_to_branch(self.name, MessageAppend(message))
+    def append_message(
+        self, message: JsonValue, *, expected_tip: str | None | AnyTip = ANY_TIP, entry_id: str | None = None
+    ) -> str:
+        """Append a message entry at the tip and move the tip to it; returns the new id.
 
-    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str:
-        """Append a custom entry (without ``data`` when omitted) and move the tip; returns the new id."""
-        return self._session.append_to_branch(self.name, CustomEntryAppend(custom_type, data))
+        ``expected_tip`` and ``entry_id``: see :meth:`StorageBackedSession.append_to_branch`.
+        """
+        return self._session.append_to_branch(
+            self.name, MessageAppend(message), expected_tip=expected_tip, entry_id=entry_id
+        )
+
+    def append_custom_entry(
+        self,
+        custom_type: str,
+        data: JsonValue | Absent = ABSENT,
+        *,
+        expected_tip: str | None | AnyTip = ANY_TIP,
+        entry_id: str | None = None,
+    ) -> str:
+        """Append a custom entry (without ``data`` when omitted) and move the tip; returns the new id.
+
+        ``expected_tip`` and ``entry_id``: see :meth:`StorageBackedSession.append_to_branch`.
+        """
+        return self._session.append_to_branch(
+            self.name, CustomEntryAppend(custom_type, data), expected_tip=expected_tip, entry_id=entry_id
+        )
+
+    def move_to(self, entry_id: str | None, *, expected_tip: str | None | AnyTip = ANY_TIP) -> None:
+        """Navigate: move the tip to another stored entry (``None``: empty). See
+        :meth:`StorageBackedSession.move_branch`."""
+        self._session.move_branch(self.name, entry_id, expected_tip=expected_tip)
 
     def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
         """What the model is sent for this branch: :meth:`StorageBackedSession.context`."""
@@ -720,6 +754,51 @@ class StorageBackedSession(_StorageReads):
         self._exclusive(create)
         return self._branch_object(name)
 
+    def move_branch(
+        self, name: str, entry_id: str | None, *, expected_tip: str | None | AnyTip = ANY_TIP
+    ) -> None:
+        """Move branch ``name``'s tip to the stored entry ``entry_id`` (``None``: empty the branch).
+
+        Raises ``SessionInvariantError("Unknown branch: <name>")`` when the branch does not exist,
+        :class:`~sessiontree.errors.SessionUnknownTargetError` when ``entry_id`` is not an entry, and,
+        with ``expected_tip``, :class:`~sessiontree.errors.SessionConflictError` (nothing written) when
+        the tip is another one, also when another process moved it.
+        """
+        self._assert_open()
+        check_branch_name(name)
+        require_optional_str(entry_id, "entry_id")
+        tip = values.branch_tip(name)
+        storage = self._storage
+
+        def move() -> None:
+            if entry_id is not None and entry_id not in storage.get_entries([entry_id]):
+                # Decide on the latest state: another writer may have stored it.
+                storage.commit(())
+                if entry_id not in storage.get_entries([entry_id]):
+                    raise SessionUnknownTargetError(entry_id)
+            current = _tip_for_write(storage, tip, name, expected_tip)
+            storage.commit([set_value(tip, entry_id)], expect={tip: current})
+
+        self._exclusive(move)
+
+    def delete_branch(self, name: str, *, expected_tip: str | None | AnyTip = ANY_TIP) -> None:
+        """Delete branch ``name`` (its tip value; the entries stay).
+
+        Raises ``SessionInvariantError("Unknown branch: <name>")`` when it does not exist and, with
+        ``expected_tip``, :class:`~sessiontree.errors.SessionConflictError` (nothing written) when the
+        tip is another one, also when another process moved it.
+        """
+        self._assert_open()
+        check_branch_name(name)
+        tip = values.branch_tip(name)
+        storage = self._storage
+
+        def delete() -> None:
+            current = _tip_for_write(storage, tip, name, expected_tip)
+            storage.commit([delete_value(tip)], expect={tip: current})
+
+        self._exclusive(delete)
+
     def get_branch_tip(self, name: str) -> str | None:
         """The tip of branch ``name``; ``SessionInvariantError("Unknown branch: <name>")`` when absent."""
         require_str(name, "branch name")
@@ -729,49 +808,92 @@ class StorageBackedSession(_StorageReads):
         tip: str | None = stored.value
         return tip
 
-    def append_to_branch(self, name: str, entry: BranchAppend) -> str:
+    def append_to_branch(
+        self,
+        name: str,
+        entry: BranchAppend,
+        *,
+        expected_tip: str | None | AnyTip = ANY_TIP,
+        entry_id: str | None = None,
+    ) -> str:
         """Append ``entry`` as the child of branch ``name``'s tip and move the tip to it; returns its id.
 
         Uses two seqs (the entry, then the tip). A pending assistant message is refused before an id is
         minted; a missing tip raises ``SessionInvariantError("Unknown branch: <name>")``.
 
-        The commit expects the tip it read. When another writer moved the tip first (another process
-        appending to the same file), the entry is re-based onto the new tip and committed again, so
-        every acknowledged append stays on the branch's path.
+        By default the commit expects the tip it read, and when another writer moved the tip first
+        (another process appending to the same file) the entry is re-based onto the new tip and
+        committed again, so every acknowledged append stays on the branch's path.
+
+        ``expected_tip`` (compare-and-set) makes the entry a child of that tip only: when the branch's
+        tip is another one (or the branch is gone), :class:`~sessiontree.errors.SessionConflictError`
+        is raised with the tip address, the expected and the current tip, and nothing is written.
+
+        ``entry_id`` supplies the new entry's id (instead of minting one) and makes the append a safe
+        retry: repeating the call with the same arguments after a lost acknowledgement (in this process
+        or a new one) finds the stored append and returns the id without writing it again; the same id
+        stored with other content raises :class:`~sessiontree.errors.EntryIdConflictError`. Without
+        ``expected_tip`` a retry appends under the parent the stored entry has.
         """
         self._assert_open()
         _check_branch_append(name, entry)
+        if not isinstance(expected_tip, AnyTip):
+            require_optional_str(expected_tip, "expected_tip")
+        if entry_id is not None:
+            require_str(entry_id, "entry_id")
         if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
             raise SessionPendingAssistantMessageError()
-        entry_id = self.id_generator.next()
+        retry = entry_id is not None
+        new_id = self.id_generator.next() if entry_id is None else entry_id
         tip_address = values.branch_tip(name)
         storage = self._storage
 
         def append() -> None:
-            stored = storage.get_value(tip_address)
-            parent = _latest_value(storage, tip_address) if stored is None else stored.value
+            stored_entry = storage.get_entries([new_id]).get(new_id) if retry else None
+            if not isinstance(expected_tip, AnyTip):
+                parent: Any = expected_tip
+            elif stored_entry is not None:
+                parent = stored_entry.parent_id  # a retry: the append it repeats
+            else:
+                stored = storage.get_value(tip_address)
+                parent = _latest_value(storage, tip_address) if stored is None else stored.value
             while True:
                 if parent is ABSENT:
                     raise SessionInvariantError(f"Unknown branch: {name}")
                 new_entry: Entry
                 if isinstance(entry, MessageAppend):
-                    new_entry = MessageEntry(id=entry_id, parent_id=parent, message=entry.message)
+                    new_entry = MessageEntry(id=new_id, parent_id=parent, message=entry.message)
                 else:
                     new_entry = CustomEntry(
-                        id=entry_id, parent_id=parent, custom_type=entry.custom_type, data=entry.data
+                        id=new_id, parent_id=parent, custom_type=entry.custom_type, data=entry.data
                     )
                 # The pending-message check ran before the id was minted, as pi does.
                 try:
-                    writes = [insert_entry(new_entry), set_value(tip_address, entry_id)]
-                    storage.commit(writes, expect={tip_address: parent})
+                    writes = [insert_entry(new_entry), set_value(tip_address, new_id)]
+                    if retry:
+                        storage.commit(writes, expect={tip_address: parent}, idempotent=True)
+                    else:
+                        storage.commit(writes, expect={tip_address: parent})
                     return
+                except EntryIdConflictError:
+                    if stored_entry is not None or not isinstance(expected_tip, AnyTip):
+                        raise
+                    # This storage was behind the one that stored the id; the commit caught it up.
+                    stored_entry = storage.get_entries([new_id]).get(new_id)
+                    if stored_entry is None or stored_entry.parent_id == parent:
+                        raise
+                    parent = stored_entry.parent_id
                 except SessionConflictError as conflict:
-                    if conflict.address != tip_address or json_equal(conflict.current, parent):
+                    if (
+                        not isinstance(expected_tip, AnyTip)
+                        or conflict.address != tip_address
+                        or json_equal(conflict.current, parent)
+                    ):
                         raise
                     parent = conflict.current  # the tip another writer moved: extend it instead
 
         self._exclusive(append)
-        return entry_id
+        return new_id
 
     def context(
         self,

@@ -14,6 +14,7 @@ from .extra import RepoExtraSuite
 from .fork_coordination import RepoForkCoordinationSuite
 from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
+from .many_writers import RepoManyWritersSuite
 from .messages import RepoMessagesSuite
 from .owners import RepoOwnersSuite
 from .ownership import RepoOwnershipSuite
@@ -28,6 +29,7 @@ __all__ = [
     "RepoForkCoordinationSuite",
     "RepoForkSuite",
     "RepoLifecycleSuite",
+    "RepoManyWritersSuite",
     "RepoMessagesSuite",
     "RepoOwnersSuite",
     "RepoOwnershipSuite",

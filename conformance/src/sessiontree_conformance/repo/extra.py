@@ -4,9 +4,10 @@ They pin behaviour pi-core.md states but no pi case checks: failed forks leave n
 never touch their source, unknown and open sessions are refused, one id has one winner under a thread
 race, a granted mutation may still commit while its session closes, the backend claims every capability
 pi requires, and the optional capabilities it claims hold: sessions survive reopening the repository
-(persistence), and two repositories commit to one session in turn (concurrent writers). The owner
-views of :mod:`.owners` and the session rules of :mod:`.session_rules` (pending assistants refused by a mutation's commit, ``create_branch``'s refusals,
-the session state machine) are part of it.
+(persistence), and two repositories commit to one session in turn (concurrent writers). The session rules
+of :mod:`.session_rules` (pending assistants refused by a mutation's commit, ``create_branch``'s refusals,
+the session state machine) are part of it, and so are the compare-and-set branch writes and retried
+appends of :mod:`.many_writers` and the owner views of :mod:`.owners`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..capabilities import REQUIRED_CAPABILITIES
 from ..harness import OPERATION_TIMEOUT
 from ._support import RepoSuiteBase, current_value, listed_ids
 from .forks import commit, custom, scoped_values_source_writes
+from .many_writers import RepoManyWritersSuite
 from .owners import RepoOwnersSuite
 from .session_rules import RepoSessionRulesSuite
 
@@ -128,7 +130,7 @@ def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None
     return outcomes
 
 
-class RepoExtraSuite(RepoSessionRulesSuite, RepoOwnersSuite, RepoSuiteBase):
+class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoOwnersSuite, RepoSuiteBase):
     """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
 
     def test_claims_every_capability_pi_requires(self, capabilities: Capabilities) -> None:

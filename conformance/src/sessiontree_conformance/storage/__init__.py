@@ -12,6 +12,7 @@ from .entry_queries import StorageEntryQueriesSuite, StorageEntryQuerySemanticsS
 from .extras import StorageExtraSuite
 from .lifecycle import StorageLifecycleSuite
 from .lists import StorageListSemanticsSuite, StorageListsSuite
+from .retries import StorageRetrySuite
 from .serialization import StorageSerializationSuite
 from .transactions import StorageTransactionsSuite
 from .usage_and_stats import StorageUsageAndStatsSuite, StorageUsageSemanticsSuite
@@ -28,6 +29,7 @@ __all__ = [
     "StorageLifecycleSuite",
     "StorageListSemanticsSuite",
     "StorageListsSuite",
+    "StorageRetrySuite",
     "StoragePiSuite",
     "StorageSemanticsSuite",
     "StorageSerializationSuite",

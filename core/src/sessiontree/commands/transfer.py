@@ -49,6 +49,7 @@ from ..contracts import (
 from ..dump import KNOWN_VALUE_NAMESPACES, DumpInventory, dump_session
 from ..errors import InvalidAddressError, SessionTreeError
 from ..expectations import json_equal
+from ..ids import MAX_UUIDV7_TIMESTAMP, uuidv7_from_digest
 from ..model import ABSENT, CommitResult, JsonValue, SessionMetadata, UsageRow
 from ..queries import EntryScan, ListReadOptions
 from ..values import list_, value
@@ -172,14 +173,7 @@ def _current_writes(storage: Storage, inventory: DumpInventory) -> list[Write]:
 def _stable_uuidv7(timestamp_ms: int, seed: str) -> str:
     """A UUIDv7 stamped ``timestamp_ms`` whose other bits come from ``seed``: the same on every copy."""
     digest = hashlib.sha256(b"sessiontree/copy/1\x00" + seed.encode("utf-8", "surrogatepass")).digest()
-    data = bytearray(16)
-    data[0:6] = (max(0, timestamp_ms) & ((1 << 48) - 1)).to_bytes(6, "big")
-    data[6] = 0x70 | (digest[0] & 0x0F)
-    data[7] = digest[1]
-    data[8] = 0x80 | (digest[2] & 0x3F)
-    data[9:16] = digest[3:10]
-    text = data.hex()
-    return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+    return uuidv7_from_digest(max(0, timestamp_ms) & MAX_UUIDV7_TIMESTAMP, digest)
 
 
 def read_snapshot(session: Session, *, inventory: DumpInventory | None = None) -> SessionSnapshot:

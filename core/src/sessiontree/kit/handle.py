@@ -181,8 +181,14 @@ class SessionHandle:
     def set_label(self, target_id: str, label: str | None) -> None:
         self._admit(self._session.set_label, target_id, label)
 
-    def append_to_branch(self, name: str, entry: Any) -> str:
-        return self._admit(self._session.append_to_branch, name, entry)
+    def append_to_branch(self, name: str, entry: Any, **options: Any) -> str:
+        return self._admit(self._session.append_to_branch, name, entry, **options)
+
+    def move_branch(self, name: str, entry_id: str | None, **options: Any) -> None:
+        self._admit(self._session.move_branch, name, entry_id, **options)
+
+    def delete_branch(self, name: str, **options: Any) -> None:
+        self._admit(self._session.delete_branch, name, **options)
 
     # --- branches ------------------------------------------------------------------------------
 
@@ -242,8 +248,8 @@ class HandleMutation:
         self._release: Callable[[], None] | None = release
         self._lock = threading.Lock()
 
-    def commit(self, writes: Sequence[Write]) -> CommitResult:
-        return self._inner.commit(writes)  # type: ignore[no-any-return]
+    def commit(self, writes: Sequence[Write], **options: Any) -> CommitResult:
+        return self._inner.commit(writes, **options)  # type: ignore[no-any-return]
 
     def end(self) -> None:
         try:
@@ -287,18 +293,24 @@ class HandleBranch:
     # The two appends go straight to the session (what the inner branch's appends do), without the
     # generic _admit wrapper: they are the hot path of a chat loop.
 
-    def append_message(self, message: JsonValue) -> str:
+    def append_message(self, message: JsonValue, **options: Any) -> str:
         handle = self._handle
         handle._enter()
         try:
-            return handle._session.append_to_branch(self.name, MessageAppend(message))
+            return handle._session.append_to_branch(self.name, MessageAppend(message), **options)
         finally:
             handle._leave()
 
-    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT) -> str:
+    def append_custom_entry(self, custom_type: str, data: JsonValue | Absent = ABSENT, **options: Any) -> str:
         handle = self._handle
         handle._enter()
         try:
-            return handle._session.append_to_branch(self.name, CustomEntryAppend(custom_type, data))
+            return handle._session.append_to_branch(
+                self.name, CustomEntryAppend(custom_type, data), **options
+            )
         finally:
             handle._leave()
+
+    def move_to(self, entry_id: str | None, **options: Any) -> None:
+        """Navigate the tip (see :meth:`StorageBackedSession.move_branch`)."""
+        self._handle._admit(self._handle._session.move_branch, self.name, entry_id, **options)

@@ -137,10 +137,12 @@ class StateStorage:
         *,
         expect: Mapping[Address, JsonValue | Absent] | None = None,
         expect_next_seq: int | None = None,
+        idempotent: bool = False,
     ) -> CommitResult:
-        """Commit ``writes`` atomically; preconditions as :meth:`sessiontree.contracts.Storage.commit`."""
+        """Commit ``writes`` atomically; preconditions and ``idempotent`` as
+        :meth:`sessiontree.contracts.Storage.commit`."""
         batch = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq)
+        expectations = Expectations.of(expect, expect_next_seq, idempotent)
         return self._queue.run(lambda: self._commit(batch, expectations))
 
     def floor_timestamps(self, timestamp: int) -> None:
@@ -168,6 +170,12 @@ class StateStorage:
     ) -> CommitResult:
         """Validate, persist and apply one commit, holding the writer lock and caught up."""
         prepared = self.state.prepare_commit(writes, timestamp, expectations)
+        if prepared.replayed:  # a retry of a stored commit: its original result, nothing written
+            with self._queue.state_lock:
+                stats = self.current_stats()
+            return CommitResult(
+                first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
+            )
         if not prepared.writes:  # a commit of preconditions only
             return self.empty_result(timestamp)
         persisted = self.persist(lock, prepared)

@@ -1,6 +1,8 @@
 """The one commit validator: every commit path calls it.
 
 :func:`prepare_commit` takes a new commit's writes to committed writes, in this order: the commit's
+retry check of an idempotent commit (:func:`~sessiontree.kit.idempotency.original_commit`: a commit
+already stored whole is answered with its original seqs and timestamp, writing nothing), the commit's
 preconditions (:class:`~sessiontree.expectations.Expectations`), the content checks
 (:func:`~sessiontree.storable.check_new_writes`), seq and timestamp stamping, then
 :func:`validate_committed`: pi's ``validateCommittedWrites`` (monotonic safe-integer seqs, entry and
@@ -37,11 +39,12 @@ from ..errors import StorageValidationError
 from ..expectations import Expectations
 from ..jsjson import MAX_SAFE_INTEGER, safe_integer
 from ..jsjson import template_string as js_string
-from ..model import ABSENT, Address, StoredValue
+from ..model import ABSENT, Address, Entry, StoredValue, UsageRow
 from ..storable import check_new_writes
 from ..usage import summable_usage
 from ..values import check_address_parts
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
+from .idempotency import original_commit
 from .stamping import constructor, replacer, stamp_entries, stamp_entry, with_seq
 
 __all__ = [
@@ -85,15 +88,33 @@ class CommitReader(Protocol):
         """The value stored at a value address (for commit preconditions)."""
         ...
 
+    # For idempotent retries (:mod:`sessiontree.kit.idempotency`):
+
+    def stored_entry(self, entry_id: str) -> Entry | None:
+        """The stored entry with this id, or ``None``."""
+        ...
+
+    def stored_usage(self, row_id: str) -> UsageRow | None:
+        """The stored usage row with this id, or ``None``."""
+        ...
+
+    def commit_of(self, seq: int) -> tuple[int, int, int] | None:
+        """``(first_seq, end_seq, id_count)`` of the stored commit that used ``seq``, if known."""
+        ...
+
 
 @attrs.frozen(kw_only=True)
 class PreparedCommit:
-    """A validated commit not yet applied: committed writes (seqs set) and the result fields."""
+    """A validated commit not yet applied: committed writes (seqs set) and the result fields.
+
+    ``replayed`` is true for a retry of a stored commit: ``writes`` is empty and the result fields are
+    the original commit's; the backend writes nothing and answers with them."""
 
     writes: tuple[Write, ...]
     first_seq: int
     seqs: tuple[int, ...]
     timestamp: int
+    replayed: bool = False
 
 
 _prepared_commit = constructor(PreparedCommit)
@@ -106,6 +127,12 @@ def prepare_commit(
     """Check the preconditions and that ``writes`` can be stored, assign seqs from ``reader.next_seq``
     and the one timestamp, then validate. Reads only; raises at the first problem."""
     if expectations is not None:
+        if expectations.idempotent:
+            # Before the preconditions: the original commit moved what a retry expects.
+            original = original_commit(reader, writes)
+            if original is not None:
+                first, seqs, stamp = original
+                return PreparedCommit(writes=(), first_seq=first, seqs=seqs, timestamp=stamp, replayed=True)
         expectations.check(reader)
     check_new_writes(writes)
     first = reader.next_seq
@@ -116,12 +143,12 @@ def prepare_commit(
         )
         if not proves_entry_then_value(reader, committed):
             validate_each(reader, committed)
-        return _prepared_commit(committed, first, (first, first + 1), timestamp)
+        return _prepared_commit(committed, first, (first, first + 1), timestamp, False)
     stamped = stamp_entries(writes, first, timestamp)
     if stamped is None:
         stamped = tuple(with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
     validate_committed(reader, stamped)
-    return _prepared_commit(stamped, first, tuple(range(first, first + len(stamped))), timestamp)
+    return _prepared_commit(stamped, first, tuple(range(first, first + len(stamped))), timestamp, False)
 
 
 def validate_committed(reader: CommitReader, writes: Sequence[Write]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from sessiontree.ids import MAX_UUIDV7_TIMESTAMP
+from sessiontree.ids import MAX_UUIDV7_TIMESTAMP, uuidv7_from_digest
 
 __all__ = ["LegacyIdKey", "legacy_id_key", "legacy_uuidv7"]
 
@@ -64,13 +64,6 @@ def legacy_uuidv7(session_id: str, legacy_id: str, timestamp_ms: object) -> str:
         + b"\x00"
         + legacy_id.encode("utf-8", "surrogatepass")
     ).digest()
-    data = bytearray(16)
-    data[0:6] = int(timestamp_ms).to_bytes(6, "big")
-    data[6] = 0x70 | (digest[0] & 0x0F)
-    data[7] = digest[1]
-    data[8] = 0x80 | (digest[2] & 0x3F)
-    data[9:16] = digest[3:10]
-    if _CLI_ID.fullmatch(legacy_id):
-        data[12:16] = bytes.fromhex(legacy_id)
-    text = data.hex()
-    return f"{text[0:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:32]}"
+    uuid = uuidv7_from_digest(int(timestamp_ms), digest)
+    # A CLI id is the id's last 8 hex digits (bytes 12-15).
+    return uuid[:-8] + legacy_id if _CLI_ID.fullmatch(legacy_id) else uuid

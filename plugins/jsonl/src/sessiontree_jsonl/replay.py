@@ -517,6 +517,8 @@ class Replayer:
                     values[(record.namespace, record.key)] = record
                 else:
                     self._fold(record)
+        if structures:  # a line is one commit: recorded for idempotent retries
+            state.commits.mark(structures[0][1], previous + 1, len(nodes) + (len(usage) if usage else 0))
         self.last_seq = previous
         state.next_seq = previous + 1
 
@@ -551,6 +553,7 @@ class Replayer:
         _consume(map(setattr, records, repeat("length"), unplaced))
         self.source.register_array_line(line_offset, line_length)
         state.add_entry_chain(cast("list[EntryNode]", records), ids, seqs, types)
+        state.commits.mark(seqs[0], seqs[-1] + 1, count)
         self._last_node = records[-1]
         self.last_seq = seqs[-1]
         state.next_seq = seqs[-1] + 1
@@ -573,6 +576,9 @@ class Replayer:
             else:
                 self._fold(write)
             self.last_seq = write.seq  # type: ignore[assignment]
+        if writes:
+            ids = sum(1 for write in writes if isinstance(write, (EntryWrite, UsageWrite)))
+            state.commits.mark(writes[0].seq, self.last_seq + 1, ids)  # type: ignore[arg-type]
         state.next_seq = self.last_seq + 1
 
     # -- values and lists ----------------------------------------------------------------------------

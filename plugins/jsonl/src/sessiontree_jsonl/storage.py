@@ -358,6 +358,7 @@ class JsonlStorage(StateStorage):
         start, length, spans = persisted
         generation = self._generation
         _apply_appended(generation, prepared, start, spans)
+        self.state.mark_commit(prepared)
         generation.known_end = start + length
         generation.line_count += 1
         stats = self.current_stats()
