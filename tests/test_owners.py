@@ -165,7 +165,7 @@ def test_binding_a_repository_without_owner_hooks_is_refused_and_closes_it() -> 
 
 def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Tenants (owners)\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n### Tenants (owners)\n", 1)[1].split("\n## ", 1)[0]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     url_line = 'URL = "jsonl:///var/lib/agent/sessions?cwd=/srv/project"'
     assert code.count(url_line) == 1
