@@ -78,6 +78,13 @@ RETRY_USED_ID = "test_a_used_entry_id_with_other_content_is_a_conflict_naming_it
 RETRY_PARTIAL = "test_a_retry_repeating_part_of_a_commit_is_a_conflict_and_writes_nothing"
 STORAGE_RETRIES = frozenset({RETRY_RETURNS_ORIGINAL, RETRY_USED_ID, RETRY_PARTIAL})
 LOST_ACK_RETRY = "test_a_lost_acknowledgement_retried_from_a_fresh_handle_returns_the_original"
+OWNERS_LIST = "test_owner_views_list_only_their_own_sessions"
+OWNERS_OPEN = "test_another_owners_session_is_not_found_by_id_or_metadata"
+OWNERS_DELETE = "test_another_owners_session_cannot_be_deleted"
+OWNERS_FORK = "test_another_owners_session_cannot_be_forked"
+OWNERS_FORK_KEEPS = "test_a_fork_keeps_the_owner"
+OWNERS_UNOWNED = "test_unowned_sessions_are_invisible_to_owner_views"
+OWNER_CASES = frozenset({OWNERS_LIST, OWNERS_OPEN, OWNERS_DELETE, OWNERS_FORK, OWNERS_FORK_KEEPS, OWNERS_UNOWNED})
 
 # --- one table per backend ----------------------------------------------------------------------
 
@@ -164,6 +171,10 @@ RETRY_BLIND = Expected(STORAGE, fail=STORAGE_RETRIES)
 DECLARES_NO_RETRIES = Expected(STORAGE, skip=STORAGE_RETRIES)
 """The retry-blind storage again, declaring it: its retry cases are skipped (named), not failed."""
 TRUSTING_RETRY = Expected(STORAGE, fail=frozenset({RETRY_USED_ID, RETRY_PARTIAL}))
+LEAKY_OWNERS = Expected(REPO_EXTRAS, fail=OWNER_CASES - {OWNERS_LIST}, skip=UNCLAIMED_BY_MEMORY)
+OWNERLESS_FORKS = Expected(REPO_EXTRAS, fail=frozenset({OWNERS_FORK_KEEPS}), skip=UNCLAIMED_BY_MEMORY)
+WITHOUT_OWNERS = Expected(REPO_EXTRAS, fail=OWNER_CASES, skip=UNCLAIMED_BY_MEMORY)
+DISCLAIMS_OWNERS = Expected(REPO_EXTRAS, skip=UNCLAIMED_BY_MEMORY | OWNER_CASES)
 
 BROKEN: dict[str, Expected] = {
     "no_parent_check": NO_PARENT_CHECK,
@@ -182,6 +193,10 @@ BROKEN: dict[str, Expected] = {
     "retry_blind": RETRY_BLIND,
     "declares_no_retries": DECLARES_NO_RETRIES,
     "trusting_retry": TRUSTING_RETRY,
+    "leaky_owners": LEAKY_OWNERS,
+    "ownerless_forks": OWNERLESS_FORKS,
+    "without_owners": WITHOUT_OWNERS,
+    "disclaims_owners": DISCLAIMS_OWNERS,
 }
 """Every broken backend of ``tests/fixtures/broken_backends`` and its table."""
 

@@ -33,6 +33,7 @@ MEMORY_CAPABILITIES = {
     "supports_atomic_replace": False,
     "supports_compare_and_set": True,
     "supports_idempotent_retries": True,
+    "supports_owners": True,
 }
 
 
@@ -193,6 +194,7 @@ def test_an_extra_plugin_is_listed_next_to_the_built_ins(tmp_path: Path) -> None
         "supports_atomic_replace": False,
         "supports_compare_and_set": True,
         "supports_idempotent_retries": True,
+        "supports_owners": True,
     }
     assert extra["description"] == "fixture backend delegating to memory"
     assert by_name(result["plugins"])["extra"]["error"] is None

@@ -14,7 +14,9 @@ from typing import Any
 import attrs
 
 from sessiontree.contracts import Backend, ForkOptions, SessionRepo, Storage
+from sessiontree.errors import SessionNotFoundError
 from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, StoredValue, UsageRow
+from sessiontree.owners import OwnedRepo, Owner, owner_of
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.values import branch_tip, value
 from sessiontree.writes import EntryWrite, ValueSet, Write
@@ -351,6 +353,37 @@ def wrapping_repo(session_class: type[_SessionWrapper]) -> Callable[[], SessionR
     return WrappingRepo  # type: ignore[return-value]
 
 
+# --- owner mutants ------------------------------------------------------------------------------------
+
+
+class _TellingView(OwnedRepo):
+    """Refuses another owner's session with its own text, so an id can be probed."""
+
+    def _tell(self, ref: SessionMetadata | str) -> None:
+        session_id = ref if isinstance(ref, str) else ref.id
+        if any(owner_of(m) != self.owner for m in self.repo.stored_sessions(ref)):
+            raise SessionNotFoundError(f"Session {session_id} belongs to another owner")
+
+    def open(self, metadata: SessionMetadata | str) -> Any:
+        self._tell(metadata)
+        return super().open(metadata)
+
+    def fork(self, source: SessionMetadata | str, options: ForkOptions) -> Any:
+        self._tell(source)
+        return super().fork(source, options)
+
+    def delete(self, metadata: SessionMetadata | str) -> None:
+        self._tell(metadata)
+        super().delete(metadata)
+
+
+class TellingOwnersRepo(MemorySessionRepo):
+    """Owner views that refuse another owner's session differently from a missing one."""
+
+    def for_owner(self, owner: Owner) -> OwnedRepo:
+        return _TellingView(self, owner)
+
+
 # --- the catalogue -----------------------------------------------------------------------------------
 
 
@@ -492,6 +525,19 @@ MUTANTS: dict[str, Mutant] = {
             UnknownTargetSession,
             "test_create_branch_refuses_an_unknown_target_and_creates_nothing",
             SESSION_MACHINE,
+        ),
+        Mutant(
+            MutantBackend("owner_refusal_differs", repo_factory=TellingOwnersRepo),
+            REPO_SUITES,
+            frozenset(
+                {
+                    "test_another_owners_session_is_not_found_by_id_or_metadata",
+                    "test_another_owners_session_cannot_be_deleted",
+                    "test_another_owners_session_cannot_be_forked",
+                    "test_unowned_sessions_are_invisible_to_owner_views",
+                }
+            ),
+            REPO_CAPABILITY_SKIPS,
         ),
     )
 }

@@ -27,6 +27,7 @@ OPTIONAL_CAPABILITIES: dict[str, str] = {
     "supports_idempotent_retries": (
         "pi has no idempotent retries (a lost acknowledgement duplicates an entry); claimed by default"
     ),
+    "supports_owners": "pi has no owners; a backend whose repository cannot scope to one claims it false",
 }
 """Capabilities a case may require, each with why pi lets a backend go without it."""
 

@@ -65,6 +65,7 @@ __all__ = [
     "ListElement",
     "ListReadOptions",
     "MessageEntry",
+    "Owner",
     "Registry",
     "Session",
     "SessionMetadata",
@@ -91,6 +92,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .context import branch_context, build_session_context
     from .hookspecs import BackendSpec, hookimpl
+    from .owners import Owner
     from .plugins import Registry, get_registry, open_backend, open_repo
     from .session import StorageBackedSession
 
@@ -101,6 +103,7 @@ _LAZY = {
     "get_registry": "plugins",
     "open_backend": "plugins",
     "open_repo": "plugins",
+    "Owner": "owners",
     "StorageBackedSession": "session",
     "branch_context": "context",
     "build_session_context": "context",

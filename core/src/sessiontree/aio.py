@@ -431,9 +431,13 @@ class AsyncSession:
 class AsyncSessionRepo:
     """Async twin of a :class:`~sessiontree.contracts.SessionRepo`; its sessions share its ordering."""
 
-    def __init__(self, repo: Any) -> None:
+    def __init__(self, repo: Any, *, sequencer: _Sequencer | None = None) -> None:
         self.sync = repo
-        self._sequencer = _Sequencer()
+        self._sequencer = sequencer or _Sequencer()
+
+    def for_owner(self, owner: Any) -> AsyncSessionRepo:
+        """The async twin of ``repo.for_owner(owner)`` (:mod:`sessiontree.owners`), ordered with this one."""
+        return AsyncSessionRepo(self.sync.for_owner(owner), sequencer=self._sequencer)
 
     def _session(self, call: Callable[[], Any]) -> Awaitable[AsyncSession]:
         opened = self._sequencer.run(call)

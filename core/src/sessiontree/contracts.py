@@ -597,6 +597,9 @@ class Capabilities:
     supports_idempotent_retries: bool = True
     """``commit(..., idempotent=True)`` and appends with an ``entry_id`` answer a stored commit with its
     original result (:mod:`sessiontree.kit.idempotency`)."""
+    supports_owners: bool = True
+    """``repo.for_owner(owner)`` scopes the repository to one owner's sessions (:mod:`sessiontree.owners`);
+    a backend that cannot must claim it false (the conformance suite fails it otherwise)."""
 
 
 @runtime_checkable

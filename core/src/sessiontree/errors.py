@@ -208,6 +208,11 @@ class StorageConflictError(StorageError):
     """A conditional write lost a race, or a retried commit does not match what was stored."""
 
 
+class SessionInconsistentError(StorageError):
+    """A session's stored head disagrees with the writes replayed at open (a backend that keeps a head
+    apart from its writes: PostgreSQL, an object store); its writes are refused, its reads still answer."""
+
+
 class SessionConflictError(StorageConflictError):
     """A commit's expectation did not hold against the session's latest state; nothing was written.
 

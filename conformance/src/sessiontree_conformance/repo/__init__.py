@@ -16,6 +16,7 @@ from .forks import RepoForkSuite
 from .lifecycle import RepoLifecycleSuite
 from .many_writers import RepoManyWritersSuite
 from .messages import RepoMessagesSuite
+from .owners import RepoOwnersSuite
 from .ownership import RepoOwnershipSuite
 from .runtime import RepoRuntimeSuite
 from .session_rules import RepoSessionRulesSuite
@@ -30,6 +31,7 @@ __all__ = [
     "RepoLifecycleSuite",
     "RepoManyWritersSuite",
     "RepoMessagesSuite",
+    "RepoOwnersSuite",
     "RepoOwnershipSuite",
     "RepoRuntimeSuite",
     "RepoSessionRulesSuite",

@@ -7,7 +7,7 @@ pi requires, and the optional capabilities it claims hold: sessions survive reop
 (persistence), and two repositories commit to one session in turn (concurrent writers). The session rules
 of :mod:`.session_rules` (pending assistants refused by a mutation's commit, ``create_branch``'s refusals,
 the session state machine) are part of it, and so are the compare-and-set branch writes and retried
-appends of :mod:`.many_writers`.
+appends of :mod:`.many_writers` and the owner views of :mod:`.owners`.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from ..harness import OPERATION_TIMEOUT
 from ._support import RepoSuiteBase, current_value, listed_ids
 from .forks import commit, custom, scoped_values_source_writes
 from .many_writers import RepoManyWritersSuite
+from .owners import RepoOwnersSuite
 from .session_rules import RepoSessionRulesSuite
 
 __all__ = ["RepoExtraSuite", "SessionDump", "dump_session"]
@@ -129,7 +130,7 @@ def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None
     return outcomes
 
 
-class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoSuiteBase):
+class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoOwnersSuite, RepoSuiteBase):
     """Repository behaviour pi-core.md specifies beyond pi's 32 cases."""
 
     def test_claims_every_capability_pi_requires(self, capabilities: Capabilities) -> None:

@@ -27,7 +27,8 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..ids import uuidv7
-from ..model import SessionMetadata
+from ..model import JsonValue, SessionMetadata
+from ..owners import OWNER_KEY, OwnedRepo, Owner, owner_extra
 from ..session import StorageBackedSession
 from .handle import SessionHandle
 from .state_storage import wall_clock_ms
@@ -94,13 +95,16 @@ class KitSessionRepo:
             record.session = None
             record.open = False
 
-    def _new_metadata(self, session_id: str | None, parent_session_id: str | None) -> SessionMetadata:
+    def _new_metadata(
+        self, session_id: str | None, parent_session_id: str | None, extra: dict[str, JsonValue] | None = None
+    ) -> SessionMetadata:
         created_at = self.now()
         return SessionMetadata(
             id=session_id if session_id is not None else uuidv7(created_at),
             created_at=created_at,
             storage_version=1,
             parent_session_id=parent_session_id,
+            extra=extra or {},
         )
 
     def _reserve(self, session_id: str) -> None:
@@ -131,15 +135,39 @@ class KitSessionRepo:
         self, *, id: str | None = None, parent_session_id: str | None = None, cwd: str | None = None
     ) -> SessionHandle:
         """Create an empty session. ``cwd`` is accepted for cross-backend callers and ignored."""
+        return self._create(id, parent_session_id, cwd, None)
+
+    def create_owned(
+        self, owner: Owner, *, id: str | None = None, cwd: str | None = None, parent_session_id: str | None = None
+    ) -> SessionHandle:
+        """:meth:`create`, with ``owner`` in the session's metadata (:class:`~sessiontree.owners.SupportsOwners`)."""
+        return self._create(id, parent_session_id, cwd, owner)
+
+    def _create(
+        self, session_id: str | None, parent_session_id: str | None, cwd: str | None, owner: Owner | None
+    ) -> SessionHandle:
         self._assert_open()
-        check_create_arguments(id=id, cwd=cwd, parent_session_id=parent_session_id)
-        metadata = self._new_metadata(id, parent_session_id)
+        check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
+        extra = None if owner is None else {OWNER_KEY: owner.to_json()}
+        metadata = self._new_metadata(session_id, parent_session_id, extra)
         handle = self._publish(metadata, lambda: self.new_storage(metadata))
         notify_admitted()
         return handle
 
+    def for_owner(self, owner: Owner) -> OwnedRepo:
+        """A view of this repository that sees only ``owner``'s sessions (:mod:`sessiontree.owners`)."""
+        return OwnedRepo(self, owner)
+
+    def stored_sessions(self, ref: SessionMetadata | str) -> list[SessionMetadata]:
+        """The metadata of the session with ``ref``'s id, as this repository stored it (or none)."""
+        with self._lock:
+            record = self._records.get(ref if isinstance(ref, str) else ref.id)
+        return [] if record is None else [record.metadata]
+
     def open(self, metadata: SessionMetadata | str) -> SessionHandle:
         """Open a session by id (a string, or ``metadata.id``); refuses one that is already open.
+        A storage that keeps a stored head checks it against its replayed state first
+        (:meth:`StateStorage.check_consistency`: on a mismatch the session opens with writes refused).
 
         Raises :class:`SessionNotFoundError` for an unknown id.
         """
@@ -153,6 +181,11 @@ class KitSessionRepo:
                 raise SessionOpenError(f"Session is already open: {session_id}")
             record.open = True
             session = record.session = StorageBackedSession(record.metadata, record.storage)
+        try:
+            _check_consistency(record.storage)
+        except BaseException:
+            self._mark_closed(record)  # the storage stays: a later open checks again
+            raise
         return self._handle(record, session)
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
@@ -181,7 +214,7 @@ class KitSessionRepo:
             record = self._records.get(source.id)
         if record is None:
             raise SessionNotFoundError(f"Unknown session: {source.id}")
-        metadata = self._new_metadata(options.id, source.id)
+        metadata = self._new_metadata(options.id, source.id, owner_extra(record.metadata.extra))
         return self._publish(metadata, lambda: self.fork_storage(record.storage, options, metadata))
 
     def close(self) -> None:
@@ -199,3 +232,10 @@ class KitSessionRepo:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_consistency(storage: Storage) -> None:
+    """The open-time consistency check of a storage that offers it (every :class:`StateStorage`)."""
+    check = getattr(storage, "check_consistency", None)
+    if check is not None:
+        check()

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from ..commit_queue import CommitQueue
 from ..contracts import ForkOptions
 from ..engine import SessionState
+from ..errors import SessionInconsistentError
 from ..expectations import Expectations
 from ..model import (
     Absent,
@@ -71,6 +72,7 @@ class StateStorage:
         self._state = state if state is not None else SessionState()
         self._queue = CommitQueue(f"{type(self).__name__} is closed")
         self._last_timestamp = 0
+        self._inconsistency: str | None = None  # why writes are refused (see check_consistency)
 
     @property
     def state(self) -> SessionState:
@@ -121,6 +123,12 @@ class StateStorage:
     def release(self) -> None:
         """Free what the storage holds (files, connections), once, after the last commit."""
 
+    def stored_head(self, lock: Any) -> int | None:
+        """The next seq the backend's store records apart from the writes it replays (a head row, a
+        manifest), read under the writer lock; ``None`` when it keeps none (memory, JSONL: the default).
+        :meth:`check_consistency` compares it with the replayed state."""
+        return None
+
     # --- commits -------------------------------------------------------------------------------
 
     def commit(
@@ -151,6 +159,8 @@ class StateStorage:
         timestamp = self.next_timestamp()
         if not writes and expectations is None:
             return self.empty_result(timestamp)
+        if self._inconsistency is not None:
+            raise SessionInconsistentError(self._inconsistency)
         with self.write_lock() as lock:
             self.catch_up(lock)
             return self.commit_locked(lock, writes, timestamp, expectations)
@@ -178,6 +188,26 @@ class StateStorage:
             return CommitResult(
                 first_seq=self.state.next_seq, seqs=(), timestamp=timestamp, stats=self.current_stats()
             )
+
+    def check_consistency(self) -> None:
+        """At open: catch up, then compare :meth:`stored_head` with the replayed state's next seq. On a
+        mismatch every later write raises :class:`~sessiontree.errors.SessionInconsistentError` (reads
+        go on); a later check that finds them equal lifts the refusal. Ordered like a commit."""
+
+        def job() -> None:
+            with self.write_lock() as lock:
+                self.catch_up(lock)
+                stored = self.stored_head(lock)
+                with self._queue.state_lock:
+                    replayed = self.state.next_seq
+            self._inconsistency = (
+                None
+                if stored is None or stored == replayed
+                else f"{type(self).__name__}: the stored head says the next seq is {stored}, but the replayed "
+                f"writes end before seq {replayed}; writes are refused until the session is repaired"
+            )
+
+        self._queue.run(job)
 
     def run_ordered(self, job: Callable[[], T]) -> T:
         """Run ``job()`` on the commit queue, after every commit admitted before it and before any

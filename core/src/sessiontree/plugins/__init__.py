@@ -54,9 +54,12 @@ def open_backend(url_or_mapping: str | Mapping[str, Any] | None = None, /, **opt
     return get_registry().open_backend(url_or_mapping, **options)
 
 
-def open_repo(url_or_mapping: str | Mapping[str, Any] | None = None, /, **options: Any) -> SessionRepo:
+def open_repo(
+    url_or_mapping: str | Mapping[str, Any] | None = None, /, *, owner: Any = None, **options: Any
+) -> SessionRepo:
     """Open the repository a URL or mapping selects: ``open_repo("memory://")``.
 
-    Same selection as :func:`open_backend`, then ``backend.open_repo()``.
+    Same selection as :func:`open_backend`, then ``backend.open_repo()``; with ``owner`` (a
+    :class:`sessiontree.owners.Owner`), the repository's ``for_owner(owner)`` view instead.
     """
-    return get_registry().open_repo(url_or_mapping, **options)
+    return get_registry().open_repo(url_or_mapping, owner=owner, **options)

@@ -368,10 +368,16 @@ class Registry:
             raise BackendNotFoundError(f"{exc} ({source})") from None
 
     def open_repo(
-        self, url_or_mapping: str | Mapping[str, Any] | None = None, /, **options: Any
+        self, url_or_mapping: str | Mapping[str, Any] | None = None, /, *, owner: Any = None, **options: Any
     ) -> SessionRepo:
-        """The repository a URL or mapping selects (see :func:`open_repo`)."""
-        return self.open_backend(url_or_mapping, **options).open_repo()
+        """The repository a URL or mapping selects (see :func:`open_repo`); bound to ``owner`` when it is
+        a :class:`~sessiontree.owners.Owner` (any other ``owner`` is a backend option, passed on)."""
+        from ..owners import Owner, bind_owner
+
+        if owner is not None and not isinstance(owner, Owner):
+            options["owner"] = owner
+        repo = self.open_backend(url_or_mapping, **options).open_repo()
+        return bind_owner(repo, owner) if isinstance(owner, Owner) else repo  # type: ignore[return-value]
 
     # -- listing ------------------------------------------------------------------------------------------
 

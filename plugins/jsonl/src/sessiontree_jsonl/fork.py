@@ -47,6 +47,7 @@ from sessiontree.fork import (
 )
 from sessiontree.fs import UTF8_BOM, FileHandle, FileSystem
 from sessiontree.model import ABSENT, JsonValue
+from sessiontree.owners import owner_extra
 from sessiontree.wire import check_committed_record
 
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
@@ -480,6 +481,7 @@ def fork_session_file(
             return _surviving_v4_writes(source, size, claims, index, plan)
 
         next_seq = boundary if boundary is not None else max(header.next_seq or 1, index.high_water + 1)
+        header_extra = {**owner_extra(header.extra), **(header_extra or {})}  # a fork keeps the owner
         return _publish(
             fs, destination_path, v4_records, index, options, next_seq,
             destination_id=destination_id, created_at=created_at, cwd=source_cwd,

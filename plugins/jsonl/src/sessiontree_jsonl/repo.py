@@ -45,6 +45,7 @@ from sessiontree.findings import Finding
 from sessiontree.fs import FileHandle, FileInfo, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
 from sessiontree.model import JsonValue, SessionMetadata
+from sessiontree.owners import OWNER_KEY, OwnedRepo, Owner
 from sessiontree.session import StorageBackedSession
 from sessiontree.writes import Write
 
@@ -232,6 +233,15 @@ class JsonlSessionRepo:
         repository has a ``default_cwd``. Raises :class:`SessionExistsError` for an id already used in
         that cwd.
         """
+        return self._create(id, cwd, parent_session_id, None)
+
+    def _create(
+        self,
+        id: str | None,  # noqa: A002 - create's keyword, checked under that name
+        cwd: str | None,
+        parent_session_id: str | None,
+        header_extra: dict[str, JsonValue] | None,
+    ) -> StorageBackedSession:
         self._assert_open()
         check_create_arguments(id=id, cwd=cwd, parent_session_id=parent_session_id)
         if cwd is None:
@@ -251,7 +261,11 @@ class JsonlSessionRepo:
             notify_admitted()
             path = self._new_session_path(absolute_cwd, session_id, created_at)
             header = JsonlHeader.new(
-                id=session_id, created_at=created_at, cwd=absolute_cwd, parent_session_id=parent_session_id
+                id=session_id,
+                created_at=created_at,
+                cwd=absolute_cwd,
+                parent_session_id=parent_session_id,
+                extra=header_extra,
             )
             try:
                 publish_atomically(self.fs, path, [header.encode()], durability=self.durability, replace=False)
@@ -310,6 +324,21 @@ class JsonlSessionRepo:
             suffix = session_file_suffix(session_id)
         except StorageValidationError as error:
             raise SessionNotFoundError(f"Unknown session: {session_id!r} ({error})") from None
+        found = self._find_by_id(session_id, suffix)
+        if not found:
+            raise SessionNotFoundError(
+                f"Unknown session: {session_id} (no session file *{suffix} under {self.root})"
+            )
+        if len(found) > 1:
+            cwds = ", ".join(sorted(metadata.cwd or "" for metadata in found))
+            raise SessionOpenError(
+                f"Session id {session_id} exists in several working directories ({cwds}); open the "
+                "metadata repo.list(cwd=...) returns"
+            )
+        return found[0]
+
+    def _find_by_id(self, session_id: str, suffix: str) -> list[SessionMetadata]:
+        """The metadata of every file named ``*<suffix>`` whose header carries ``session_id``."""
         found: list[SessionMetadata] = []
         parents: dict[str, dict[str, str]] = {}
         for directory in self._session_directories():
@@ -323,17 +352,37 @@ class JsonlSessionRepo:
                     metadata = self._candidate_metadata(self.fs.join(directory, name), parents)
                     if metadata is not None and metadata.id == session_id:
                         found.append(metadata)
-        if not found:
-            raise SessionNotFoundError(
-                f"Unknown session: {session_id} (no session file *{suffix} under {self.root})"
-            )
-        if len(found) > 1:
-            cwds = ", ".join(sorted(metadata.cwd or "" for metadata in found))
-            raise SessionOpenError(
-                f"Session id {session_id} exists in several working directories ({cwds}); open the "
-                "metadata repo.list(cwd=...) returns"
-            )
-        return found[0]
+        return found
+
+    # -- owners (sessiontree.owners) ----------------------------------------------------------------
+
+    def for_owner(self, owner: Owner) -> OwnedRepo:
+        """A view of this repository that sees only ``owner``'s sessions (:mod:`sessiontree.owners`)."""
+        return OwnedRepo(self, owner)
+
+    def stored_sessions(self, ref: SessionMetadata | str) -> list[SessionMetadata]:
+        """What the headers say: every session file named for id ``ref``, or the file metadata ``ref``
+        names when its header carries that id and cwd (none for anything else)."""
+        self._assert_open()
+        if isinstance(ref, str):
+            try:
+                return self._find_by_id(ref, session_file_suffix(ref))
+            except StorageValidationError:
+                return []
+        try:
+            path, _cwd = self._session_path_and_cwd(ref)
+        except (SessionNotFoundError, StorageValidationError):
+            return []
+        metadata = self._candidate_metadata(path, {})
+        if metadata is None or metadata.id != ref.id or metadata.cwd != ref.cwd:
+            return []
+        return [metadata]
+
+    def create_owned(
+        self, owner: Owner, *, id: str | None = None, cwd: str | None = None, parent_session_id: str | None = None
+    ) -> StorageBackedSession:
+        """:meth:`create`, with ``owner`` as an extra header key (pi keeps and ignores it)."""
+        return self._create(id, cwd, parent_session_id, {OWNER_KEY: owner.to_json()})
 
     def _candidate_metadata(self, path: str, parents: dict[str, dict[str, str]]) -> SessionMetadata | None:
         """The metadata of the session file at ``path``, or ``None`` for anything else."""
