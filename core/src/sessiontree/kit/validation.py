@@ -14,16 +14,21 @@ operations first; anything not proven is checked write by write, which decides t
 The rules only read the state through :class:`CommitReader`, so a backend that keeps its state in an
 index validates inside its own transaction with the same code.
 
-Call sites:
+Call sites (each reaches the validator through the engine's
+:meth:`~sessiontree.engine.SessionState.prepare_commit` / ``validate_committed``, which pass the state as
+the :class:`CommitReader`):
 
-* :meth:`sessiontree.engine.SessionState.prepare_commit` — the memory backend's commit, the JSONL
-  backend's append and its legacy-v3 upgrade commit (both under the writer lock);
-* :meth:`sessiontree.engine.SessionState.validate_committed` — JSONL replay of a line the fast path does
-  not prove (the JSONL plugin's ``replay.Replayer._exact_line``) and the legacy-v3 import
-  (the JSONL plugin's ``storage``);
-* :func:`proves_entry_chain` and :func:`proves_structures` — the JSONL replay's fast path, which reads
-  only a line's structure (the JSONL plugin's ``replay.Replayer._chain_line`` for a chain of entries,
-  ``Replayer._fast_line`` for any other line); what they do not prove goes down the exact path.
+* :meth:`sessiontree.kit.StateStorage.commit_locked` — every commit of a kit storage: the memory backend,
+  the JSONL backend's append (under the file's writer lock, after catching up), the example backend in
+  ``docs/examples``, and ``sessiontree copy`` restoring into any of them;
+* the JSONL plugin's ``storage`` module — a session file created with initial writes, the legacy-v3
+  upgrade commit (``prepare_commit``) and the legacy-v3 import, write by write (``validate_committed``);
+* the JSONL plugin's ``replay.Replayer`` — a line the fast path does not prove (``_exact_line``,
+  ``validate_committed``); the fast path itself reads only a line's structure through
+  :func:`proves_entry_chain` (``_chain_line``) and :func:`proves_structures` (``_fast_line``), and what
+  they do not prove goes down the exact path;
+* forks copy already-validated state (the engine's fork, the JSONL plugin's streamed ``fork``, which
+  checks each copied record's format with :func:`sessiontree.wire.check_committed_record`).
 """
 
 from __future__ import annotations
