@@ -102,7 +102,9 @@ class OriginalCommit(tuple[int, tuple[int, ...], int]):
 def original_commit(reader: RetryReader, writes: Sequence[Write]) -> OriginalCommit | None:
     """The stored commit ``writes`` repeat, ``None`` for a new commit; raises
     :class:`~sessiontree.errors.EntryIdConflictError` when they repeat it only in part or differ."""
-    keyed = [(index, write) for index, write in enumerate(writes) if isinstance(write, (EntryWrite, UsageWrite))]
+    keyed = [
+        (index, write) for index, write in enumerate(writes) if isinstance(write, (EntryWrite, UsageWrite))
+    ]
     if not any(type(write) is EntryWrite for _, write in keyed):
         return None
     found = [(index, write, _stored(reader, write)) for index, write in keyed]
