@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from conformance.tests.mutants_semantics import MUTANTS
 
@@ -48,9 +49,15 @@ class TestMutant(ConformanceFixtures, {mutant.suites}):
         return MUTANTS[{name!r}].backend
 """
     )
-    reprec = pytester.inline_run(
-        "-p", "no:cacheprovider", "-p", "no:randomly", "--hypothesis-profile=semantics-mutants"
-    )
+    # The in-process run loads its profile globally; the suite's profile must come back for the tests that
+    # follow in this process.
+    profile = settings.get_current_profile_name()
+    try:
+        reprec = pytester.inline_run(
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--hypothesis-profile=semantics-mutants"
+        )
+    finally:
+        settings.load_profile(profile)
     outcomes: dict[str, dict[str, set[str]]] = {mode: defaultdict(set) for mode in MODES}
     for report in reprec.getreports("pytest_runtest_logreport"):
         test, _, params = report.nodeid.split("::")[-1].partition("[")
@@ -67,6 +74,7 @@ class TestMutant(ConformanceFixtures, {mutant.suites}):
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_fails_exactly_its_expected_cases_in_both_modes(pytester: pytest.Pytester, name: str) -> None:
     outcomes = _run(pytester, name)
+    assert settings.get_current_profile_name() != "semantics-mutants", "the mutant run's profile leaked"
     expected = set(MUTANTS[name].must_fail)
     for mode in MODES:
         failed = outcomes[mode]["failed"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sessiontree import jsjson, wire
@@ -700,7 +700,6 @@ member_names = st.sampled_from(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(member_names, json_value, max_size=8),
     st.sampled_from(["message", "custom", "compaction", "branch_summary", "other"]),

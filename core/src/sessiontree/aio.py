@@ -184,7 +184,36 @@ class AsyncStorage:
         await self.close()
 
 
-class AsyncMutation:
+class _AsyncSessionReads:
+    """The reads an :class:`AsyncSession` and its :class:`AsyncMutation` share
+    (:class:`~sessiontree.contracts.SessionReads`), each in a worker thread."""
+
+    sync: Any
+
+    def _reader(self, call: Callable[[], T]) -> Awaitable[T]:
+        return _read(call)
+
+    def get_entries(self, ids: Iterable[str]) -> Awaitable[Any]:
+        ids = list(ids)
+        return self._reader(lambda: self.sync.get_entries(ids))
+
+    def get_value(self, address: Address) -> Awaitable[Any]:
+        return self._reader(lambda: self.sync.get_value(address))
+
+    def scan_values(self, prefix: Address) -> Awaitable[Any]:
+        return self._reader(lambda: self.sync.scan_values(prefix))
+
+    def read_list(self, address: Address, **options: Any) -> Awaitable[Any]:
+        return self._reader(lambda: self.sync.read_list(address, **options))
+
+    def scan_branch(self, start: str, **query: Any) -> Awaitable[Any]:
+        return self._reader(lambda: self.sync.scan_branch(start, **query))
+
+    def get_stats(self) -> Awaitable[Any]:
+        return self._reader(self.sync.get_stats)
+
+
+class AsyncMutation(_AsyncSessionReads):
     """Async twin of a session mutation. ``end`` is never ordered behind other calls."""
 
     def __init__(self, mutation: Any, sequencer: _Sequencer) -> None:
@@ -199,28 +228,6 @@ class AsyncMutation:
 
     def end(self) -> Awaitable[None]:
         return _read(self.sync.end)
-
-    def _reader(self, name: str, *args: Any, **kwargs: Any) -> Awaitable[Any]:
-        method = getattr(self.sync, name)
-        return _read(lambda: method(*args, **kwargs))
-
-    def get_entries(self, ids: Iterable[str]) -> Awaitable[Any]:
-        return self._reader("get_entries", list(ids))
-
-    def get_value(self, address: Address) -> Awaitable[Any]:
-        return self._reader("get_value", address)
-
-    def scan_values(self, prefix: Address) -> Awaitable[Any]:
-        return self._reader("scan_values", prefix)
-
-    def read_list(self, address: Address, **options: Any) -> Awaitable[Any]:
-        return self._reader("read_list", address, **options)
-
-    def scan_branch(self, start: str, **query: Any) -> Awaitable[Any]:
-        return self._reader("scan_branch", start, **query)
-
-    def get_stats(self) -> Awaitable[Any]:
-        return self._reader("get_stats")
 
     async def __aenter__(self) -> AsyncMutation:
         return self
@@ -263,7 +270,7 @@ class AsyncBranch:
         return self._session._writer(lambda: self.sync.move_to(entry_id, **options))
 
 
-class AsyncSession:
+class AsyncSession(_AsyncSessionReads):
     """Async twin of a :class:`~sessiontree.contracts.Session`."""
 
     def __init__(self, session: Any, *, sequencer: _Sequencer | None = None) -> None:
@@ -312,29 +319,10 @@ class AsyncSession:
 
         return asyncio.ensure_future(run())
 
-    # --- reads ---------------------------------------------------------------------------------
-
-    def get_entries(self, ids: Iterable[str]) -> Awaitable[Any]:
-        ids = list(ids)
-        return self._reader(lambda: self.sync.get_entries(ids))
+    # --- reads (and those of _AsyncSessionReads) ---------------------------------------------
 
     def get_entry(self, entry_id: str) -> Awaitable[Any]:
         return self._reader(lambda: self.sync.get_entry(entry_id))
-
-    def get_value(self, address: Address) -> Awaitable[Any]:
-        return self._reader(lambda: self.sync.get_value(address))
-
-    def scan_values(self, prefix: Address) -> Awaitable[Any]:
-        return self._reader(lambda: self.sync.scan_values(prefix))
-
-    def read_list(self, address: Address, **options: Any) -> Awaitable[Any]:
-        return self._reader(lambda: self.sync.read_list(address, **options))
-
-    def scan_branch(self, start: str, **query: Any) -> Awaitable[Any]:
-        return self._reader(lambda: self.sync.scan_branch(start, **query))
-
-    def get_stats(self) -> Awaitable[Any]:
-        return self._reader(self.sync.get_stats)
 
     def get_name(self) -> Awaitable[Any]:
         return self._reader(self.sync.get_name)

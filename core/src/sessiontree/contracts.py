@@ -47,6 +47,7 @@ __all__ = [
     "IdGenerator",
     "Session",
     "SessionMutation",
+    "SessionReads",
     "SessionRepo",
     "Storage",
     "SupportsCheck",
@@ -204,21 +205,8 @@ class IdGenerator(Protocol):
     def next(self, timestamp_ms: int | None = None) -> str: ...
 
 
-class SessionMutation(Protocol):
-    """Exclusive write capability of a session, from :meth:`Session.begin_mutation` until :meth:`end`.
-
-    Allows at most one :meth:`commit`. Usable as a context manager (``end`` on exit).
-    """
-
-    def commit(
-        self,
-        writes: Sequence[Write],
-        *,
-        expect: Mapping[Address, JsonValue | Absent] | None = None,
-        idempotent: bool = False,
-    ) -> CommitResult: ...
-
-    def end(self) -> None: ...
+class SessionReads(Protocol):
+    """The reads a :class:`Session` and its :class:`SessionMutation` both offer."""
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]: ...
 
@@ -238,6 +226,23 @@ class SessionMutation(Protocol):
     def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]: ...
 
     def get_stats(self) -> SessionStats: ...
+
+
+class SessionMutation(SessionReads, Protocol):
+    """Exclusive write capability of a session, from :meth:`Session.begin_mutation` until :meth:`end`.
+
+    Allows at most one :meth:`commit`. Usable as a context manager (``end`` on exit).
+    """
+
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        idempotent: bool = False,
+    ) -> CommitResult: ...
+
+    def end(self) -> None: ...
 
     def __enter__(self) -> SessionMutation: ...
 
@@ -275,7 +280,7 @@ class Branch(Protocol):
         ...
 
 
-class Session(Protocol):
+class Session(SessionReads, Protocol):
     """A session tree over one Storage: branches, names, labels, lists, custom entries, mutations."""
 
     metadata: SessionMetadata
@@ -285,26 +290,7 @@ class Session(Protocol):
 
     def mutate(self, callback: Callable[[SessionMutation], T]) -> T: ...
 
-    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]: ...
-
     def get_entry(self, entry_id: str) -> Entry | None: ...
-
-    def get_value(self, address: Address) -> StoredValue | None: ...
-
-    def scan_values(self, prefix: Address) -> list[StoredValue]: ...
-
-    def read_list(
-        self,
-        address: Address,
-        *,
-        cursor: int | None = None,
-        order: Literal["asc", "desc"] = "asc",
-        limit: int | float | None = None,
-    ) -> list[ListElement]: ...
-
-    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]: ...
-
-    def get_stats(self) -> SessionStats: ...
 
     def get_name(self) -> str | None: ...
 

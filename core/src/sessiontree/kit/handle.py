@@ -282,13 +282,13 @@ class HandleBranch:
         return self._handle._admit(self._inner.get_tip_id)  # type: ignore[no-any-return]
 
     def find_entries(self, **query: Any) -> list[Entry]:
-        return self._handle._admit(self._inner.find_entries, **query)  # type: ignore[no-any-return]
+        return self._handle._admit(self._inner.find_entries, **query)
 
     def find_entry(self, **query: Any) -> Entry | None:
         return self._handle._admit(self._inner.find_entry, **query)  # type: ignore[no-any-return]
 
     def context(self, **options: Any) -> list[JsonValue]:
-        return self._handle._admit(self._inner.context, **options)  # type: ignore[no-any-return]
+        return self._handle._admit(self._inner.context, **options)
 
     # The two appends go straight to the session (what the inner branch's appends do), without the
     # generic _admit wrapper: they are the hot path of a chat loop.

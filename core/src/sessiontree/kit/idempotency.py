@@ -102,7 +102,9 @@ class OriginalCommit(tuple[int, tuple[int, ...], int]):
 def original_commit(reader: RetryReader, writes: Sequence[Write]) -> OriginalCommit | None:
     """The stored commit ``writes`` repeat, ``None`` for a new commit; raises
     :class:`~sessiontree.errors.EntryIdConflictError` when they repeat it only in part or differ."""
-    keyed = [(index, write) for index, write in enumerate(writes) if type(write) in (EntryWrite, UsageWrite)]
+    keyed = [
+        (index, write) for index, write in enumerate(writes) if isinstance(write, (EntryWrite, UsageWrite))
+    ]
     if not any(type(write) is EntryWrite for _, write in keyed):
         return None
     found = [(index, write, _stored(reader, write)) for index, write in keyed]
@@ -130,8 +132,8 @@ def original_commit(reader: RetryReader, writes: Sequence[Write]) -> OriginalCom
     span = reader.commit_of(first)
     if span != (first, first + len(writes), len(keyed)):
         raise EntryIdConflictError(_id_of(keyed[0][1]), "was stored by a commit this one does not repeat whole")
-    for index, write in enumerate(writes):
-        if type(write) is ValueSet and not _may_have_set(reader, write, first + index):
+    for index, each in enumerate(writes):
+        if type(each) is ValueSet and not _may_have_set(reader, each, first + index):
             raise EntryIdConflictError(_id_of(keyed[0][1]), "was stored by a commit that set other values")
     return OriginalCommit((first, tuple(range(first, first + len(writes))), timestamp))
 
@@ -146,26 +148,26 @@ def _may_have_set(reader: RetryReader, write: ValueSet, seq: int) -> bool:
     return stored.seq == seq and json_equal(stored.value, write.value)
 
 
-def _id_of(write: Write) -> str:
-    return write.entry.id if type(write) is EntryWrite else write.row.id  # type: ignore[attr-defined]
+def _id_of(write: EntryWrite | UsageWrite) -> str:
+    return write.entry.id if isinstance(write, EntryWrite) else write.row.id
 
 
-def _stored(reader: RetryReader, write: Write) -> Entry | UsageRow | None:
-    if type(write) is EntryWrite:
-        return reader.stored_entry(write.entry.id)  # type: ignore[attr-defined]
-    return reader.stored_usage(write.row.id)  # type: ignore[attr-defined]
+def _stored(reader: RetryReader, write: EntryWrite | UsageWrite) -> Entry | UsageRow | None:
+    if isinstance(write, EntryWrite):
+        return reader.stored_entry(write.entry.id)
+    return reader.stored_usage(write.row.id)
 
 
-def _same_content(write: Write, stored: Entry | UsageRow) -> bool:
-    if type(write) is EntryWrite:
+def _same_content(write: EntryWrite | UsageWrite, stored: Entry | UsageRow) -> bool:
+    if isinstance(write, EntryWrite):
         if not isinstance(stored, _ENTRY_TYPES):
             return False
-        new = _without_stamps(entry_to_wire(write.entry))  # type: ignore[attr-defined]
+        new = _without_stamps(entry_to_wire(write.entry))
         old = _without_stamps(entry_to_wire(stored))  # type: ignore[arg-type]
     else:
         if not isinstance(stored, UsageRow):
             return False
-        new = _without_stamps(usage_row_to_wire(write.row))  # type: ignore[attr-defined]
+        new = _without_stamps(usage_row_to_wire(write.row))
         old = _without_stamps(usage_row_to_wire(stored))
     return json_equal(new, old)
 
