@@ -16,11 +16,11 @@ from rich.text import Text
 from ..contracts import SessionRepo, SupportsCompact
 from ..errors import SessionTreeError, UnsupportedOperationError
 from ..model import SessionMetadata
-from ..plugins import open_repo
-from .options import command, json_option, repository_argument, session_option
+from ..owners import Owner
+from .options import command, json_option, owner_options, repository_argument, session_option
 from .output import Column, print_json, print_line, print_table
 from .status import FINDINGS, OK
-from .targets import find_session
+from .targets import find_session, open_repository
 
 __all__ = ["CompactOutcome", "compact", "compact_sessions"]
 
@@ -82,11 +82,12 @@ def compact_sessions(repo: SessionRepo, where: str, *, session_id: str | None = 
 )
 @repository_argument()
 @session_option("compact only this session")
+@owner_options()
 @json_option("print one JSON object per session")
-def compact(url: str, session_id: str | None, as_json: bool) -> int:
+def compact(url: str, session_id: str | None, owner: Owner | None, as_json: bool) -> int:
     """Each session's storage compacts itself when it can (SupportsCompact); others are reported as
     skipped. Exits 1 when a session failed."""
-    with open_repo(url) as repo:
+    with open_repository(url, owner=owner) as repo:
         outcomes = compact_sessions(repo, url, session_id=session_id)
     if as_json:
         print_json([outcome.to_json() for outcome in outcomes])

@@ -15,10 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from ..contracts import SessionRepo, SupportsClock
-from ..plugins import open_backend, open_repo
-from .options import DESTINATION, REPOSITORY, command
+from ..owners import Owner, bind_owner
+from ..plugins import open_backend
+from .options import DESTINATION, REPOSITORY, command, owner_options
 from .output import Column, print_json, print_line, print_table, stderr_console
 from .status import FINDINGS, OK
+from .targets import open_repository
 from .transfer import CopyOutcome, ReplayClock, copy_sessions
 
 __all__ = ["copy", "open_destination", "run_copy", "transfer_options"]
@@ -36,15 +38,16 @@ _STYLES = {
 
 
 @contextlib.contextmanager
-def open_destination(url: str, clock: ReplayClock) -> Iterator[SessionRepo]:
-    """The destination repository, on ``clock`` when its backend's clock can be set
-    (:class:`~sessiontree.contracts.SupportsClock`: commit-based copies then keep entry timestamps), else
-    on its own clock."""
+def open_destination(url: str, clock: ReplayClock, *, owner: Owner | None = None) -> Iterator[SessionRepo]:
+    """The destination repository (seen as ``owner`` when given), on ``clock`` when its backend's clock
+    can be set (:class:`~sessiontree.contracts.SupportsClock`: commit-based copies then keep entry
+    timestamps), else on its own clock."""
     backend = open_backend(url)
     if isinstance(backend, SupportsClock):
         backend.now = clock
-    with backend.open_repo() as repo:
-        yield repo
+    repo = backend.open_repo()
+    with repo if owner is None else bind_owner(repo, owner) as bound:
+        yield bound
 
 
 def run_copy(
@@ -56,14 +59,19 @@ def run_copy(
     replace: bool,
     as_json: bool,
     describe: Callable[[SessionRepo], dict[str, str]] | None = None,
+    owner: Owner | None = None,
 ) -> int:
     """Copy, print the outcomes (a table, or JSON) and return the exit status (1 unless all went well).
 
     ``describe`` reads the source repository before the copy and returns a note per session id (what
-    ``import-pi`` found in each file), printed as a ``found`` column / ``"format"`` key.
+    ``import-pi`` found in each file), printed as a ``found`` column / ``"format"`` key. ``owner``
+    scopes both repositories: only its sessions are copied, and the copies are its.
     """
     clock = ReplayClock()
-    with open_repo(source_url) as source, open_destination(destination_url, clock) as destination:
+    with (
+        open_repository(source_url, owner=owner) as source,
+        open_destination(destination_url, clock, owner=owner) as destination,
+    ):
         notes = {} if describe is None else describe(source)
         with _progress(
             lambda: len(source.list()) if ids is None else len(ids), enabled=not as_json
@@ -172,12 +180,22 @@ def transfer_options(verb: str) -> Callable[[F], F]:
 @click.argument("source", metavar="SRC_URL", type=REPOSITORY)
 @click.argument("destination", metavar="DST_URL", type=DESTINATION)
 @transfer_options("copy")
+@owner_options("both repositories (only their sessions are copied, and the copies are theirs)")
 def copy(
-    source: str, destination: str, sessions: tuple[str, ...], verify: bool, replace: bool, as_json: bool
+    source: str,
+    destination: str,
+    sessions: tuple[str, ...],
+    verify: bool,
+    replace: bool,
+    as_json: bool,
+    owner: Owner | None,
 ) -> int:
     """SRC_URL and DST_URL are repository URLs or directories. Sessions already at the destination are
     skipped when identical and reported as conflicts when not (--replace overwrites them). Exits 1 unless
-    every session was copied or skipped."""
+    every session was copied or skipped. With --tenant/--user the owner applies to both sides: only that
+    owner's sessions are read from SRC_URL, and they are written to DST_URL as that owner's (sessions of
+    other owners there are not seen; an id one of them uses fails as already existing). Without them,
+    every session is copied and keeps its stored owner."""
     return run_copy(
-        source, destination, ids=sessions or None, verify=verify, replace=replace, as_json=as_json
+        source, destination, ids=sessions or None, verify=verify, replace=replace, as_json=as_json, owner=owner
     )

@@ -21,14 +21,15 @@ from rich.text import Text
 from ..contracts import BranchFork, Session, SessionRepo
 from ..fork import idle_lane_state
 from ..ids import uuidv7
+from ..owners import Owner
 from ..model import BranchSummaryEntry, CompactionEntry, Cost, JsonValue, SessionMetadata, Usage, UsageRow
-from ..plugins import open_repo
 from ..urls import parse_url
 from ..values import branch_tip, lane_config, lane_state
 from ..writes import insert_entry, insert_usage, set_value
-from .options import DESTINATION, command, json_option, repository_argument
+from .options import DESTINATION, command, json_option, owner_options, repository_argument
 from .output import metadata_row, print_json, stdout_console
 from .show import show_session
+from .targets import open_repository
 
 __all__ = ["demo", "write_demo_session"]
 
@@ -349,11 +350,12 @@ def _print_where(console: Console, url: str, source: SessionMetadata, fork: Sess
     examples=("sessiontree demo", "sessiontree demo jsonl:///tmp/sessions", "sessiontree demo memory://"),
 )
 @repository_argument(type=DESTINATION)
+@owner_options("the repository (the demo sessions are theirs)")
 @json_option("print the two sessions' metadata as JSON instead")
-def demo(url: str, as_json: bool) -> int:
+def demo(url: str, owner: Owner | None, as_json: bool) -> int:
     """Without a URL: $SESSIONTREE_URL, else JSONL files in the user data directory."""
     console = stdout_console()
-    with open_repo(url) as repo:
+    with open_repository(url, owner=owner) as repo:
         source, fork = _write(repo)
         if as_json:
             print_json({"url": url, "session": metadata_row(source), "fork": metadata_row(fork)})

@@ -21,8 +21,9 @@ from ..contracts import SessionMutation, SupportsMintedIds
 from ..dump import dump_session, format_dump, inventory_of, renumber_minted
 from ..errors import SessionTreeError
 from ..model import CommitResult
+from ..owners import Owner
 from ..wire import commit_result_to_wire, input_write_from_wire
-from .options import SessionTargetType, command, session_option
+from .options import SessionTargetType, command, owner_options, session_option
 from .status import describe
 from .targets import SessionTarget, open_session
 
@@ -42,6 +43,7 @@ _PATH_OR_URL = SessionTargetType(allow_directory=False)
 )
 @click.argument("target", metavar="PATH_OR_URL", type=_PATH_OR_URL)
 @session_option("the session id inside a repository URL")
+@owner_options()
 @click.option(
     "--normalize",
     is_flag=True,
@@ -53,8 +55,12 @@ _PATH_OR_URL = SessionTargetType(allow_directory=False)
     help="how a legacy v3 session file is read: 'pi' exactly as pi-agent-core 0.87.1 imports it, "
     "'extended' (the default) as the pi CLI reads it",
 )
-def dump(target: SessionTarget, session_id: str | None, normalize: bool, compatibility: str | None) -> int:
-    with open_session(target, session_id, needs_id=True, compatibility=compatibility) as (session, backend):
+def dump(
+    target: SessionTarget, session_id: str | None, owner: Owner | None, normalize: bool, compatibility: str | None
+) -> int:
+    with open_session(
+        target, session_id, needs_id=True, compatibility=compatibility, owner=owner
+    ) as (session, backend):
         data = dump_session(session, inventory=inventory_of(session))
         if normalize and isinstance(backend, SupportsMintedIds):
             data = renumber_minted(data, backend.minted_ids(session))
@@ -76,9 +82,12 @@ def dump(target: SessionTarget, session_id: str | None, normalize: bool, compati
 @click.argument("target", metavar="PATH_OR_URL", type=_PATH_OR_URL)
 @session_option("the session id inside a repository URL (created if absent)")
 @click.option("--cwd", metavar="CWD", help="the working directory of a session created by this command")
-def commit(target: SessionTarget, session_id: str | None, cwd: str | None) -> int:
+@owner_options("the repository (a session this command creates is theirs)")
+def commit(target: SessionTarget, session_id: str | None, cwd: str | None, owner: Owner | None) -> int:
     out = sys.stdout.buffer
-    with open_session(target, session_id, cwd=cwd, create=True, needs_id=True) as (session, _backend):
+    with open_session(
+        target, session_id, cwd=cwd, create=True, needs_id=True, owner=owner
+    ) as (session, _backend):
         for number, raw in enumerate(sys.stdin.buffer, start=1):
             text = raw.decode("utf-8", "replace").strip()
             if not text:

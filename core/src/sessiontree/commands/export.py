@@ -11,7 +11,8 @@ import click
 from ..dump import inventory_of
 from ..errors import SessionTreeError
 from .html_export import render_html
-from .options import SessionTargetType, command, cwd_option, json_option, session_option
+from ..owners import Owner
+from .options import SessionTargetType, command, cwd_option, json_option, owner_options, session_option
 from .output import print_json, print_line
 from .pi_cli_export import export_pi_cli
 from .status import UsageError
@@ -50,6 +51,7 @@ def export_html(session: object, path: str) -> int:
 @click.argument("target", metavar="URL_OR_FILE", type=SessionTargetType())
 @session_option()
 @cwd_option()
+@owner_options()
 @click.option("--html", "html", metavar="FILE", help="the HTML file to write")
 @click.option(
     "--pi-cli",
@@ -64,6 +66,7 @@ def export(
     target: SessionTarget,
     session_id: str | None,
     cwd: str | None,
+    owner: Owner | None,
     html: str | None,
     pi_cli: str | None,
     branch: str,
@@ -73,9 +76,9 @@ def export(
     if (html is None) == (pi_cli is None):
         raise click.UsageError("give exactly one of --html FILE and --pi-cli FILE_OR_DIR")
     if pi_cli is not None:
-        return _export_pi_cli(target, session_id, cwd, pi_cli, branch, as_json)
+        return _export_pi_cli(target, session_id, cwd, owner, pi_cli, branch, as_json)
     assert html is not None
-    with open_session(target, session_id, cwd=cwd) as (session, _backend):
+    with open_session(target, session_id, cwd=cwd, owner=owner) as (session, _backend):
         size = export_html(session, html)
         exported = session.metadata.id
     if as_json:
@@ -86,9 +89,15 @@ def export(
 
 
 def _export_pi_cli(
-    target: SessionTarget, session_id: str | None, cwd: str | None, path: str, branch: str, as_json: bool
+    target: SessionTarget,
+    session_id: str | None,
+    cwd: str | None,
+    owner: Owner | None,
+    path: str,
+    branch: str,
+    as_json: bool,
 ) -> int:
-    with open_session(target, session_id, cwd=cwd) as (session, _backend):
+    with open_session(target, session_id, cwd=cwd, owner=owner) as (session, _backend):
         if session.branch(branch) is None:
             raise UsageError(f"Session {session.metadata.id} has no branch {branch}")
         try:

@@ -11,11 +11,11 @@ from rich.text import Text
 from ..contracts import SessionRepo
 from ..errors import SessionTreeError
 from ..model import SessionMetadata
-from ..plugins import open_repo
 from ..values import branch_tip_inventory_prefix
-from .options import command, cwd_option, json_option, repository_argument
+from ..owners import Owner
+from .options import command, cwd_option, json_option, owner_options, repository_argument
 from .output import Column, iso_time, print_json, print_line, print_table
-from .targets import flat_files_hint, list_sessions
+from .targets import flat_files_hint, list_sessions, open_repository
 
 __all__ = ["SessionSummary", "ls", "summarize_sessions"]
 
@@ -117,15 +117,17 @@ _COLUMNS = (
         "sessiontree ls",
         "sessiontree ls jsonl:///srv/sessions --cwd /home/me/project",
         "sessiontree ls ~/.pi/agent/sessions --json",
+        "sessiontree ls jsonl:///srv/sessions --tenant acme --user ann",
     ),
 )
 @repository_argument()
 @cwd_option("only the sessions of this working directory")
+@owner_options()
 @json_option("print the sessions as a JSON array")
-def ls(url: str, cwd: str | None, as_json: bool) -> int:
+def ls(url: str, cwd: str | None, owner: Owner | None, as_json: bool) -> int:
     """The repository is a URL or a directory; without one, $SESSIONTREE_URL, else the embedded default.
     Piped, the title line is followed by one tab-separated line per session."""
-    with open_repo(url) as repo:
+    with open_repository(url, owner=owner) as repo:
         summaries = summarize_sessions(repo, cwd=cwd)
     if as_json:
         print_json([summary.to_json() for summary in summaries])

@@ -7,6 +7,7 @@ may use for their own subcommands.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ import click
 
 from ..errors import PluginError
 from .status import UsageError
-from .targets import SessionTarget, default_repository, repository_url, session_target
+from .targets import SessionTarget, default_repository, owner_of_flags, repository_url, session_target
 
 __all__ = [
     "DESTINATION",
@@ -26,6 +27,7 @@ __all__ = [
     "command",
     "cwd_option",
     "json_option",
+    "owner_options",
     "repository_argument",
     "session_option",
 ]
@@ -121,3 +123,27 @@ def cwd_option(help: str = "the working directory, when an id exists in several"
 def json_option(help: str = "print JSON instead of text") -> Callable[[F], F]:
     """``--json``."""
     return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def owner_options(applies_to: str = "the repository") -> Callable[[F], F]:
+    """``--tenant T --user U`` (both or neither), passed to the command as ``owner``: an
+    :class:`~sessiontree.owners.Owner`, or ``None``. ``applies_to`` says what the owner scopes."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def with_owner(*args: Any, tenant: str | None, user: str | None, **kwargs: Any) -> Any:
+            try:
+                owner = owner_of_flags(tenant, user)
+            except UsageError as error:
+                raise click.UsageError(str(error)) from None
+            return function(*args, owner=owner, **kwargs)
+
+        scoped = f"see only this tenant's sessions in {applies_to}; needs --user"
+        for option in (
+            click.option("--user", metavar="USER", help="with --tenant: the user whose sessions to see"),
+            click.option("--tenant", metavar="TENANT", help=scoped),
+        ):
+            with_owner = option(with_owner)
+        return with_owner  # type: ignore[return-value]
+
+    return decorate

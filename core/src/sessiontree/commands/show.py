@@ -12,9 +12,10 @@ from rich.tree import Tree
 from .. import jsjson
 from ..context import branch_context
 from ..contracts import Session
+from ..owners import Owner
 from ..plugins import get_registry
 from ..wire import entry_to_wire, stats_to_wire
-from .options import SessionTargetType, command, cwd_option, json_option, session_option
+from .options import SessionTargetType, command, cwd_option, json_option, owner_options, session_option
 from .output import iso_time, metadata_row, print_json, short_id, shorten, stdout_console
 from .status import UsageError
 from .targets import SessionTarget, open_session
@@ -241,6 +242,7 @@ def show_session(
 @click.argument("target", metavar="URL_OR_FILE", type=SessionTargetType())
 @session_option()
 @cwd_option()
+@owner_options()
 @click.option("--branch", metavar="B", help="show only this branch's path (or its context)")
 @click.option("--context", is_flag=True, help="print what a model would be sent for the branch")
 @click.option("--full", is_flag=True, help="full ids and unshortened context messages")
@@ -249,6 +251,7 @@ def show(
     target: SessionTarget,
     session_id: str | None,
     cwd: str | None,
+    owner: Owner | None,
     branch: str | None,
     context: bool,
     full: bool,
@@ -256,6 +259,6 @@ def show(
 ) -> int:
     """The target is a repository URL or directory (--session may be left out when it holds one session),
     or a session file."""
-    with open_session(target, session_id, cwd=cwd) as (session, _backend):
+    with open_session(target, session_id, cwd=cwd, owner=owner) as (session, _backend):
         show_session(session, stdout_console(), branch=branch, context=context, full=full, as_json=as_json)
     return 0

@@ -5,6 +5,10 @@ session files (pi's ``<root>/--<cwd>--/<file>.jsonl`` layout, or a flat folder o
 file. Paths are read by the backend named :data:`FILE_BACKEND`, looked up in the registry by that name
 like any URL (so with its plugin missing the error says which distribution to install). Nothing else
 on the command line may stand for a backend.
+
+``--tenant T --user U`` bind every repository a command opens to :class:`~sessiontree.owners.Owner`
+``(T, U)`` (:func:`owner_of_flags`, :func:`open_repository`, :func:`open_session`): the command then
+sees only that owner's sessions, and creates its sessions owned by it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from collections.abc import Iterator
 import attrs
 
 from ..contracts import Backend, Session, SessionRepo, SupportsOpenPath
+from ..errors import InvalidArgumentError
 from ..model import SessionMetadata
+from ..owners import OwnedRepo, Owner, bind_owner, owner_of
 from ..plugins import URL_ENV, default_url, open_backend
 from ..urls import local_path_url, parse_url
 from .status import UsageError
@@ -31,7 +37,9 @@ __all__ = [
     "flat_files_hint",
     "is_url",
     "list_sessions",
+    "open_repository",
     "open_session",
+    "owner_of_flags",
     "repository_url",
     "session_target",
 ]
@@ -100,6 +108,32 @@ def session_target(target: str, *, allow_directory: bool = True) -> SessionTarge
             f"{target} is a directory: pass a session file, or a repository URL with --session ID"
         )
     raise UsageError(f"No such session file{' or directory' if allow_directory else ''}: {target}")
+
+
+def owner_of_flags(tenant: str | None, user: str | None) -> Owner | None:
+    """The :class:`~sessiontree.owners.Owner` ``--tenant``/``--user`` name (``None`` when neither is
+    given); one without the other, or an empty one, is a :class:`UsageError`."""
+    if tenant is None and user is None:
+        return None
+    if tenant is None or user is None:
+        given, missing = ("--tenant", "--user") if user is None else ("--user", "--tenant")
+        raise UsageError(f"{given} needs {missing}: give both or neither")
+    try:
+        return Owner(tenant, user)
+    except InvalidArgumentError:
+        raise UsageError("--tenant and --user must not be empty") from None
+
+
+def _bound(repo: SessionRepo, owner: Owner | None) -> SessionRepo:
+    """``repo``, or its view for ``owner`` (which owns ``repo``: closing the view closes it)."""
+    return repo if owner is None else bind_owner(repo, owner)  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def open_repository(url: str, *, owner: Owner | None = None) -> Iterator[SessionRepo]:
+    """The repository ``url`` names, seen as ``owner`` sees it when given; closed afterwards."""
+    with _bound(open_backend(url).open_repo(), owner) as repo:
+        yield repo
 
 
 def list_sessions(repo: SessionRepo, *, cwd: str | None = None) -> list[SessionMetadata]:
@@ -181,6 +215,7 @@ def open_session(
     create: bool = False,
     needs_id: bool = False,
     compatibility: str | None = None,
+    owner: Owner | None = None,
 ) -> Iterator[tuple[Session, Backend]]:
     """Open the session ``target`` names, and close it and its repository afterwards; yields the session
     and the backend that opened it (for the backend's own capabilities).
@@ -188,7 +223,8 @@ def open_session(
     A repository needs ``session_id`` when ``needs_id`` (else it may be left out when the repository holds
     exactly one session); with ``create``, a missing ``session_id`` is created (in ``cwd``, default the
     current directory). ``compatibility`` (``pi``/``extended``) selects how a :data:`FILE_BACKEND`
-    repository reads legacy v3 files.
+    repository reads legacy v3 files. With ``owner``, only that owner's sessions are found (another's
+    is reported as missing) and a created session is owned by it.
     """
     if target.file is not None and session_id is not None:
         what = "repositories" if not needs_id else "repository URLs"
@@ -196,7 +232,7 @@ def open_session(
     if target.file is None and session_id is None and needs_id:
         raise UsageError(f"{target.url} is a repository: name the session with --session ID")
     backend = open_backend(_with_query(target.url, compatibility=compatibility))
-    with backend.open_repo() as repo:
+    with _bound(backend.open_repo(), owner) as repo:
         session = _open_in(repo, target, session_id, cwd=cwd, create=create)
         try:
             yield session, backend
@@ -208,11 +244,7 @@ def _open_in(
     repo: SessionRepo, target: SessionTarget, session_id: str | None, *, cwd: str | None, create: bool
 ) -> Session:
     if target.file is not None:
-        if not isinstance(repo, SupportsOpenPath):
-            raise UsageError(
-                f"The {FILE_BACKEND} backend ({type(repo).__name__}) cannot open a session file by path"
-            )
-        return repo.open_file(target.file)
+        return _open_file(repo, target.file)
     if session_id is None:
         return repo.open(_only_session(repo, target.url))
     found = _with_id(repo, session_id, cwd=cwd)
@@ -223,3 +255,18 @@ def _open_in(
             f"No session {session_id} in {target.url}; list the sessions with: sessiontree ls {target.url}"
         )
     return repo.create(id=session_id, cwd=cwd if cwd is not None else os.getcwd())
+
+
+def _open_file(repo: SessionRepo | OwnedRepo, path: str) -> Session:
+    """The session file at ``path``; through an owner view, only if it is the view's owner's."""
+    stored = repo.repo if isinstance(repo, OwnedRepo) else repo
+    if not isinstance(stored, SupportsOpenPath):
+        raise UsageError(
+            f"The {FILE_BACKEND} backend ({type(stored).__name__}) cannot open a session file by path"
+        )
+    session = stored.open_file(path)
+    owner = repo.owner if isinstance(repo, OwnedRepo) else None
+    if owner is not None and owner_of(session.metadata) != owner:
+        session.close()
+        raise UsageError(f"No session of tenant {owner.tenant}, user {owner.user} in {path}")
+    return session

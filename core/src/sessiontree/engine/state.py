@@ -131,6 +131,18 @@ class SessionState(Reads):
             raise StorageValidationError(f"Invalid storage sequence high-water mark: {js_string(high_water_mark)}")
         self.next_seq = max(self.next_seq, mark)
 
+    def set_replayed_next_seq(self, next_seq: int) -> None:
+        """Say that a storage replaying its stored commits has taken every seq below ``next_seq``.
+
+        Replay applies a line's records out of seq order (entries, then usage rows; folded value and
+        list writes only at the end), and each apply path leaves :attr:`next_seq` just after the write
+        it applied last, which may be below one applied earlier; the replayer then puts it back. The
+        rule: this only ever raises :attr:`next_seq` (to ``max(next_seq, given)``), so no seq already
+        stored, or promised by a header's ``nextSeq`` (:meth:`advance_next_seq`), is handed out again.
+        """
+        if next_seq > self.next_seq:
+            self.next_seq = next_seq
+
     # --- stats and whole-state views -----------------------------------------------------------
 
     def get_stats(self) -> SessionStats:

@@ -385,7 +385,6 @@ class Replayer:
         self.last_seq = state.next_seq - 1
         self.end_offset = 0
         """File offset just after the last line replayed (set by :meth:`feed`)."""
-        self._initial_next_seq = state.next_seq
         self._loader = source.loader
         # (namespace, key) -> the last value write; lists -> [seq of the last delete or None, later appends]
         self._values: dict[tuple[str, str], Write | _ValueRecord] = {}
@@ -509,7 +508,7 @@ class Replayer:
         if structures:  # a line is one commit: recorded for idempotent retries
             state.commits.mark(structures[0][1], previous + 1, len(nodes) + (len(usage) if usage else 0))
         self.last_seq = previous
-        state.next_seq = previous + 1
+        state.set_replayed_next_seq(previous + 1)
 
     def _chain_line(self, records: Sequence[Any], line_offset: int, line_length: int) -> bool:
         """Replay the common array line, entries only and each the child of the one before, with list
@@ -544,15 +543,14 @@ class Replayer:
         state.add_entry_chain(cast("list[OnDemandEntry]", records), ids, seqs, types)
         state.commits.mark(seqs[0], seqs[-1] + 1, count)
         self._last_node = records[-1]
-        self.last_seq = seqs[-1]
-        state.next_seq = seqs[-1] + 1
+        self.last_seq = seqs[-1]  # add_entry_chain left next_seq after it
         return True
 
     def _exact_line(self, text: bytes) -> None:
         state = self.state
         try:
             writes = decode_transaction(text)
-            state.next_seq = self.last_seq + 1
+            state.set_replayed_next_seq(self.last_seq + 1)
             state.validate_committed(writes)
         except (StorageError, ValueError, TypeError) as error:
             reason = str(error) if isinstance(error, TransactionDepthError) else None
@@ -569,7 +567,7 @@ class Replayer:
         if writes:
             ids = sum(1 for write in writes if isinstance(write, (EntryWrite, UsageWrite)))
             state.commits.mark(writes[0].seq, self.last_seq + 1, ids)  # type: ignore[arg-type]
-        state.next_seq = self.last_seq + 1
+        state.set_replayed_next_seq(self.last_seq + 1)
 
     # -- values and lists ----------------------------------------------------------------------------
 
@@ -603,7 +601,7 @@ class Replayer:
         self._lists.clear()
         if writes:
             state.apply_committed(writes)
-        state.next_seq = max(self._initial_next_seq, self.last_seq + 1)
+        state.set_replayed_next_seq(self.last_seq + 1)
 
 
 def _as_value_write(namespace: str, key: str, write: Any) -> Write:
