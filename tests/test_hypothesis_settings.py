@@ -39,8 +39,13 @@ def _run(pytester: pytest.Pytester, conftest: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
 
 
+# Hypothesis loads its "ci" profile (no deadline) by itself when it sees a CI environment (``CI=true``):
+# the defaults this test is about are its "default" profile, loaded explicitly.
+HYPOTHESIS_DEFAULTS = "from hypothesis import settings\n\nsettings.load_profile('default')\n"
+
+
 def test_a_stall_under_hypothesis_defaults_is_reported_flaky(pytester: pytest.Pytester) -> None:
-    result = _run(pytester, "")
+    result = _run(pytester, HYPOTHESIS_DEFAULTS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*FlakyFailure*unreliable results*", "*Unreliable test timings*"])
 
