@@ -29,48 +29,10 @@ from sessiontree_conformance.golden import pi_oracle
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl.repo import JsonlSessionRepo
 
+from plugins.jsonl.tests._piped_worker import PipedWorker
+
 WORKER = Path(__file__).with_name("_session_worker.py")
 ORACLE = pi_oracle()
-
-
-class Worker:
-    """One writer process; :meth:`send` a command, :meth:`read_until` its reply."""
-
-    def __init__(self, root: Path, session_id: str, name: str) -> None:
-        self.name = name
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(root), session_id, name],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def send(self, command: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-
-    def read_line(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            self.process.wait(timeout=60)
-            assert self.process.stderr is not None
-            raise AssertionError(f"worker {self.name} exited: {self.process.stderr.read()}")
-        return line.rstrip("\n")
-
-    def read_until(self, last: str) -> list[str]:
-        lines = []
-        while (line := self.read_line()) != last:
-            lines.append(line)
-        return lines
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.send("quit")
-        _, err = self.process.communicate(timeout=60)
-        assert self.process.returncode == 0, err
 
 
 @pytest.fixture
@@ -83,30 +45,16 @@ def session_root(tmp_path: Path) -> Iterator[tuple[Path, SessionMetadata]]:
     yield root, metadata
 
 
-_started: list[Worker] = []
-
-
-@pytest.fixture(autouse=True)
-def _no_worker_left_behind() -> Iterator[None]:
-    """Kill the workers a failed test did not stop."""
-    yield
-    while _started:
-        process = _started.pop().process
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
-
-
-def start_workers(root: Path, count: int) -> list[Worker]:
-    workers = [Worker(root, "shared", f"w{index}") for index in range(count)]
-    _started.extend(workers)
+def start_workers(root: Path, count: int) -> list[PipedWorker]:
+    names = [f"w{index}" for index in range(count)]
+    workers = [PipedWorker(name, [sys.executable, str(WORKER), str(root), "shared", name]) for name in names]
     for worker in workers:
         assert worker.read_line() == "ready"
     return workers
 
 
 @contextlib.contextmanager
-def beside_another_writer(root: Path, metadata: SessionMetadata) -> Iterator[tuple[Worker, Any]]:
+def beside_another_writer(root: Path, metadata: SessionMetadata) -> Iterator[tuple[PipedWorker, Any]]:
     """This process's session, opened after another process (the worker) opened the same one."""
     (other,) = start_workers(root, 1)
     with JsonlSessionRepo(root) as repo, repo.open(metadata) as session:
@@ -114,13 +62,13 @@ def beside_another_writer(root: Path, metadata: SessionMetadata) -> Iterator[tup
     other.stop()
 
 
-def appended(worker: Worker, count: int) -> list[str]:
+def appended(worker: PipedWorker, count: int) -> list[str]:
     """Have ``worker`` append ``count`` messages to main; the acknowledged ids."""
     worker.send(f"append {count}")
     return [line.removeprefix("ack ") for line in worker.read_until("done")]
 
 
-def append_rounds(workers: list[Worker], per_round: int, rounds: int = 2) -> list[str]:
+def append_rounds(workers: list[PipedWorker], per_round: int, rounds: int = 2) -> list[str]:
     """Every worker appends ``per_round`` messages, ``rounds`` times; the acknowledged ids."""
     acknowledged: list[str] = []
     for _ in range(rounds):

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,69 +21,20 @@ from sessiontree_conformance.golden import pi_oracle
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl.repo import JsonlSessionRepo
 
+from plugins.jsonl.tests._piped_worker import PipedWorker
+
 WORKER = Path(__file__).with_name("_cas_worker.py")
 ORACLE = pi_oracle()
 CRASH_STATUS = 17
 APPENDS = 500
 
 
-class Worker:
-    """One writer process; :meth:`send` a command, :meth:`read_line` its replies."""
-
-    def __init__(self, root: Path, name: str, *, crash: bool = False) -> None:
-        self.name = name
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(root), "shared", name, *(["crash"] if crash else [])],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _started.append(self)
-        assert self.read_line() == "ready"
-
-    def send(self, command: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-
-    def read_line(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            self.process.wait(timeout=60)
-            assert self.process.stderr is not None
-            raise AssertionError(f"worker {self.name} exited: {self.process.stderr.read()}")
-        return line.rstrip("\n")
-
-    def read_until(self, last: str) -> list[str]:
-        lines = []
-        while (line := self.read_line()) != last:
-            lines.append(line)
-        return lines
-
-    def ask(self, command: str) -> list[str]:
-        self.send(command)
-        return self.read_line().split(" ")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.send("quit")
-        _, err = self.process.communicate(timeout=60)
-        assert self.process.returncode == 0, err
-
-
-_started: list[Worker] = []
-
-
-@pytest.fixture(autouse=True)
-def _no_worker_left_behind() -> Iterator[None]:
-    yield
-    while _started:
-        process = _started.pop().process
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
+def start_worker(root: Path, name: str, *, crash: bool = False) -> PipedWorker:
+    """Start one ``_cas_worker.py`` writer on the session ``shared`` and wait until it is ready."""
+    argv = [sys.executable, str(WORKER), str(root), "shared", name, *(["crash"] if crash else [])]
+    worker = PipedWorker(name, argv)
+    assert worker.read_line() == "ready"
+    return worker
 
 
 @pytest.fixture
@@ -107,7 +57,7 @@ def test_two_processes_appending_with_expected_tip_build_one_linear_branch(
     shared: tuple[Path, SessionMetadata],
 ) -> None:
     root, metadata = shared
-    workers = [Worker(root, "a"), Worker(root, "b")]
+    workers = [start_worker(root, "a"), start_worker(root, "b")]
     for worker in workers:  # both read the same tip before either writes: one first append must lose
         assert worker.ask("read") == ["tip", "null"]
     for worker in workers:
@@ -138,14 +88,14 @@ def test_a_retry_after_a_crash_between_write_and_return_gets_the_original_seqs(
 ) -> None:
     root, metadata = shared
     transaction = json.dumps([["r1", None], ["r2", "r1"]])
-    crashing = Worker(root, "crashing", crash=True)
+    crashing = start_worker(root, "crashing", crash=True)
     crashing.send(f"commit {transaction}")
     assert crashing.process.wait(timeout=60) == CRASH_STATUS
     _, landed = file_state(metadata)
     original = {entry.id: (entry.seq, entry.timestamp) for entry in landed}
     assert set(original) == {"r1", "r2"}, "the crashed commit did not reach the file"
 
-    retrying = Worker(root, "retrying")
+    retrying = start_worker(root, "retrying")
     result, first_seq, seqs, timestamp = retrying.ask(f"commit {transaction}")
     assert result == "result"
     r1_seq, r2_seq = original["r1"][0], original["r2"][0]
@@ -153,11 +103,11 @@ def test_a_retry_after_a_crash_between_write_and_return_gets_the_original_seqs(
     assert int(timestamp) == original["r1"][1] == original["r2"][1]
 
     # The same through a branch append, crashed and retried from another new process.
-    again = Worker(root, "crashing-append", crash=True)
+    again = start_worker(root, "crashing-append", crash=True)
     again.send('append r3 "r2"')
     assert again.process.wait(timeout=60) == CRASH_STATUS
     assert retrying.ask('append r3 "r2"') == ["appended", "r3"]  # its handle catches up on the file
-    fresh = Worker(root, "fresh")
+    fresh = start_worker(root, "fresh")
     assert fresh.ask('append r3 "r2"') == ["appended", "r3"]
     for worker in (retrying, fresh):
         worker.stop()
