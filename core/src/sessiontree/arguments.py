@@ -56,7 +56,7 @@ def require_address(value: Any, name: str = "address") -> None:
 
 def require_message(value: Any) -> None:
     """An agent message is a JSON object (a dict with ``role`` and the role's fields)."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # dict first: the ABC check is slow
         raise TypeError(f"message must be a JSON object (dict), not {_type_name(value)}")
 
 

@@ -94,7 +94,7 @@ _COMMIT_ATTEMPTED_MESSAGE = "SessionMutator commit already attempted"
 def is_pending_assistant_message(message: object) -> bool:
     """True for an assistant message whose ``stopReason`` is ``"pending"`` (never persisted, §4.10)."""
     return (
-        isinstance(message, Mapping)
+        (type(message) is dict or isinstance(message, Mapping))  # dict first: the ABC check is slow
         and message.get("role") == "assistant"
         and message.get("stopReason") == "pending"
     )

@@ -23,7 +23,7 @@ from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow
 from .wire import entry_to_wire, usage_row_to_wire
 from .writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
-__all__ = ["check_new_writes"]
+__all__ = ["check_new_writes", "proves_new_entry_and_value"]
 
 _ENTRY_TYPES = frozenset((*ENTRY_CLASSES.values(), UnknownEntry))
 
@@ -93,6 +93,31 @@ def _proven(writes: Sequence[Write]) -> bool:
         return False
     try:
         data = orjson.dumps(payloads, default=_refuse, option=_FAST_OPTIONS)
+    except TypeError:
+        return False
+    return b"null" not in data
+
+
+def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
+    """True when a new entry and a value written in the same commit (a branch append: the entry, then
+    its tip) are storable, proven as :func:`_proven` proves a batch, with one orjson pass; False means
+    "not proven" (:func:`check_new_writes` decides, and names the error)."""
+    payload = _PAYLOADS.get(type(entry))
+    if payload is None:
+        return False
+    parent = entry.parent_id
+    if (
+        type(entry.id) is not str
+        or (parent is not None and type(parent) is not str)
+        or entry.seq is not None
+        or entry.timestamp is not None
+    ):
+        return False
+    # ABSENT members are storable; leaving them out spares orjson reading each enum's value in Python.
+    members = [member for member in payload(entry) if member is not ABSENT]
+    members.append(value)
+    try:
+        data = orjson.dumps(members, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         return False
     return b"null" not in data

@@ -66,7 +66,7 @@ class EntryIndex:
             self.on_demand += 1
         self.by_id[record.id] = record
         records.append(record)
-        self.seqs.append(cast(int, record.seq))
+        self.seqs.append(record.seq)  # type: ignore[arg-type]  # a stored record has its seq
         if record.type == "message":
             self.message_count += 1
 

@@ -54,8 +54,21 @@ class SessionState(Reads):
 
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
-        stats = self.apply_committed(prepared.writes)
-        self.mark_commit(prepared)
+        writes = prepared.writes
+        if len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet:
+            # A branch append, applied and recorded in one step (what apply_committed and mark_commit do).
+            entry = writes[0].entry
+            value_set = writes[1]
+            self._index.append(entry)
+            self._store.set_value(value_set)
+            self.next_seq = end = value_set.seq + 1  # type: ignore[operator]  # committed: seq set
+            if entry.type == "message":
+                self._stats = None
+            self.commits.mark(prepared.first_seq, end, 1)
+            stats = self.get_stats()
+        else:
+            stats = self.apply_committed(writes)
+            self.mark_commit(prepared)
         return CommitResult(
             first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=stats
         )
@@ -64,7 +77,8 @@ class SessionState(Reads):
         """Record an applied commit in :attr:`commits` (a backend applying it its own way calls this)."""
         writes = prepared.writes
         if writes:
-            ids = sum(1 for write in writes if type(write) is EntryWrite or type(write) is UsageWrite)
+            kinds = list(map(type, writes))
+            ids = kinds.count(EntryWrite) + kinds.count(UsageWrite)
             self.commits.mark(prepared.first_seq, prepared.seqs[-1] + 1, ids)
 
     def validate_committed(self, writes: Sequence[Write]) -> None:

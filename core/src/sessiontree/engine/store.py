@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
 
 from ..model import ABSENT, Address, ListElement, SessionStats, StoredValue, UsageRow
 from ..usage import add_usage, empty_usage, summable_usage
@@ -51,12 +50,15 @@ class ValueStore:
             raise TypeError(f"Not a value, list or usage write: {write!r}")
 
     def set_value(self, write: ValueSet) -> None:
-        namespace, raw_key = write.namespace, cast(object, write.key)
+        namespace, raw_key = write.namespace, write.key
         values = self.values.get(namespace)
         if values is None:
             values = self.values[namespace] = {}
-        stored_at = slot(raw_key)
-        key = "" if raw_key is ABSENT else stored_at
+        # slot(raw_key), written out: a branch append sets a value on every commit.
+        if raw_key is ABSENT:
+            stored_at, key = ABSENT_KEY_SLOT, ""
+        else:
+            stored_at = key = raw_key
         previous = values.get(stored_at)
         # The address of the value it replaces is equal (same namespace, key and kind): share it.
         if previous is None or previous.address.key != key:

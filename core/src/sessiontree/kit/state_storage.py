@@ -18,6 +18,7 @@ Reads answer from the latest applied commit and never see half of one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -67,6 +68,15 @@ class StateStorage:
     :attr:`state_lock`.
     """
 
+    _no_other_writers = True
+    _memory_only = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Which hooks a subclass fills in, read once: the commit template skips the ones left as they are.
+        cls._no_other_writers = cls.write_lock is StateStorage.write_lock and cls.catch_up is StateStorage.catch_up
+        cls._memory_only = cls.persist is StateStorage.persist and cls.apply is StateStorage.apply
+
     def __init__(self, *, now: Callable[[], int] | None = None, state: SessionState | None = None) -> None:
         self._now = now or wall_clock_ms
         self._state = state if state is not None else SessionState()
@@ -114,11 +124,11 @@ class StateStorage:
     def apply(self, prepared: PreparedCommit, persisted: Any) -> CommitResult:
         """Apply a persisted commit to :attr:`state` (reads are held off) and return its result.
         Cannot fail."""
-        return self.state.apply(prepared)
+        return self._state.apply(prepared)
 
     def current_stats(self) -> SessionStats:
         """The stats a read or a commit result reports (called with reads held off)."""
-        return self.state.get_stats()
+        return self._state.get_stats()
 
     def release(self) -> None:
         """Free what the storage holds (files, connections), once, after the last commit."""
@@ -143,7 +153,7 @@ class StateStorage:
         :meth:`sessiontree.contracts.Storage.commit`."""
         batch = tuple(writes)
         expectations = Expectations.of(expect, expect_next_seq, idempotent)
-        return self._queue.run(lambda: self._commit(batch, expectations))
+        return self._queue.run(functools.partial(self._commit, batch, expectations))
 
     def floor_timestamps(self, timestamp: int) -> None:
         """Give later commits timestamps of at least ``timestamp`` (a commit made before opening)."""
@@ -161,6 +171,9 @@ class StateStorage:
             return self.empty_result(timestamp)
         if self._inconsistency is not None:
             raise SessionInconsistentError(self._inconsistency)
+        if type(self)._no_other_writers:
+            # Neither hook is filled in: no lock to take, nothing to catch up on.
+            return self.commit_locked(None, writes, timestamp, expectations)
         with self.write_lock() as lock:
             self.catch_up(lock)
             return self.commit_locked(lock, writes, timestamp, expectations)
@@ -169,7 +182,7 @@ class StateStorage:
         self, lock: Any, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
     ) -> CommitResult:
         """Validate, persist and apply one commit, holding the writer lock and caught up."""
-        prepared = self.state.prepare_commit(writes, timestamp, expectations)
+        prepared = self._state.prepare_commit(writes, timestamp, expectations)
         if prepared.replayed:  # a retry of a stored commit: its original result, nothing written
             with self._queue.state_lock:
                 stats = self.current_stats()
@@ -178,6 +191,9 @@ class StateStorage:
             )
         if not prepared.writes:  # a commit of preconditions only
             return self.empty_result(timestamp)
+        if type(self)._memory_only:
+            with self._queue.state_lock:
+                return self._state.apply(prepared)
         persisted = self.persist(lock, prepared)
         with self._queue.state_lock:
             return self.apply(prepared, persisted)
@@ -186,7 +202,7 @@ class StateStorage:
         """The result of a commit that writes nothing."""
         with self._queue.state_lock:
             return CommitResult(
-                first_seq=self.state.next_seq, seqs=(), timestamp=timestamp, stats=self.current_stats()
+                first_seq=self._state.next_seq, seqs=(), timestamp=timestamp, stats=self.current_stats()
             )
 
     def check_consistency(self) -> None:
@@ -199,7 +215,7 @@ class StateStorage:
                 self.catch_up(lock)
                 stored = self.stored_head(lock)
                 with self._queue.state_lock:
-                    replayed = self.state.next_seq
+                    replayed = self._state.next_seq
             self._inconsistency = (
                 None
                 if stored is None or stored == replayed
@@ -220,7 +236,7 @@ class StateStorage:
 
         def ordered() -> T:
             with self._queue.state_lock:
-                return job(self.state)
+                return job(self._state)
 
         return self._queue.run(ordered)
 
@@ -237,7 +253,7 @@ class StateStorage:
             with self.write_lock() as lock:
                 self.catch_up(lock)
                 with self._queue.state_lock:
-                    return self.state.get_value(address)
+                    return self._state.get_value(address)
 
         return self._queue.run(job)
 
@@ -271,42 +287,42 @@ class StateStorage:
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.get_entries(ids)
+            return self._state.get_entries(ids)
 
     def get_value(self, address: Address) -> StoredValue | None:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.get_value(address)
+            return self._state.get_value(address)
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.scan_values(prefix)
+            return self._state.scan_values(prefix)
 
     def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.read_list(address, options)
+            return self._state.read_list(address, options)
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.scan_branch(query)
+            return self._state.scan_branch(query)
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.scan_branch_structure(query)
+            return self._state.scan_branch_structure(query)
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.scan_entries(query)
+            return self._state.scan_entries(query)
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         self._queue.check_open()
         with self._queue.state_lock:
-            return self.state.scan_usage(query)
+            return self._state.scan_usage(query)
 
     def get_stats(self) -> SessionStats:
         self._queue.check_open()

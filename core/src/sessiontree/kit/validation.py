@@ -44,13 +44,13 @@ from ..errors import StorageValidationError
 from ..expectations import Expectations
 from ..jsjson import MAX_SAFE_INTEGER, safe_integer
 from ..jsjson import template_string as js_string
-from ..model import ABSENT, Address, Entry, StoredValue, UsageRow
-from ..storable import check_new_writes
+from ..model import ABSENT, ENTRY_CLASSES, Address, Entry, StoredValue, UnknownEntry, UsageRow
+from ..storable import check_new_writes, proves_new_entry_and_value
 from ..usage import summable_usage
 from ..values import check_address_parts
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from .idempotency import original_commit
-from .stamping import constructor, replacer, stamp_entries, stamp_entry, with_seq
+from .stamping import constructor, replacer, slot_layout, stamp_entries, stamp_entry, with_seq
 
 __all__ = [
     "CommitReader",
@@ -124,6 +124,28 @@ class PreparedCommit:
 
 _prepared_commit = constructor(PreparedCommit)
 _value_set_with_seq = replacer(ValueSet, ("seq",))
+_new = object.__new__
+
+
+def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
+    layout = slot_layout(cls)
+    if layout is None or set(layout.names) != set(names):
+        raise TypeError(f"{cls.__name__} is expected to be a slotted attrs class with fields {names}")
+    return tuple(layout.setters[name] for name in names)
+
+
+(_set_write_entry,) = _slot_setters(EntryWrite, "entry")
+(
+    _set_prepared_writes,
+    _set_prepared_first_seq,
+    _set_prepared_seqs,
+    _set_prepared_timestamp,
+    _set_prepared_replayed,
+) = _slot_setters(PreparedCommit, "writes", "first_seq", "seqs", "timestamp", "replayed")
+# The stampers of the model's entry classes (each a slotted attrs class: see stamping.slot_layout).
+_append_stampers = {
+    cls: replacer(cls, ("seq", "timestamp")) for cls in (*ENTRY_CLASSES.values(), UnknownEntry) if slot_layout(cls)
+}
 
 
 def prepare_commit(
@@ -139,21 +161,55 @@ def prepare_commit(
                 first, seqs, stamp = original
                 return PreparedCommit(writes=(), first_seq=first, seqs=seqs, timestamp=stamp, replayed=True)
         expectations.check(reader)
-    check_new_writes(writes)
     first = reader.next_seq
     if is_entry_then_value(writes):
+        prepared = _prepare_branch_append(reader, writes[0].entry, writes[1], first, timestamp)  # type: ignore[attr-defined, arg-type]
+        if prepared is not None:
+            return prepared
+        check_new_writes(writes)
         committed = (
             stamp_entry(writes[0].entry, first, timestamp),  # type: ignore[attr-defined]
             _value_set_with_seq(writes[1], first + 1),
         )
-        if not proves_entry_then_value(reader, committed):
-            validate_each(reader, committed)
+        validate_each(reader, committed)
         return _prepared_commit(committed, first, (first, first + 1), timestamp, False)
+    check_new_writes(writes)
     stamped = stamp_entries(writes, first, timestamp)
     if stamped is None:
         stamped = tuple(with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
     validate_committed(reader, stamped)
     return _prepared_commit(stamped, first, tuple(range(first, first + len(stamped))), timestamp, False)
+
+
+def _prepare_branch_append(
+    reader: CommitReader, entry: Entry, value_set: ValueSet, first: int, timestamp: int
+) -> PreparedCommit | None:
+    """The commit of a branch append (a new entry of a model class, then a value set), when its
+    content, seqs, ids, parent and address are proven in one pass; ``None`` when anything is not (the
+    write-by-write path decides and names the error). Builds only the committed objects themselves: the
+    stamped entry, its write, the value set with its seq and the prepared commit."""
+    stamp = _append_stampers.get(type(entry))
+    if stamp is None or type(first) is not int or not proves_new_entry_and_value(entry, value_set.value):
+        return None
+    entry_id, parent = entry.id, entry.parent_id
+    has_entry = reader.has_entry
+    if (
+        has_entry(entry_id)
+        or reader.has_usage(entry_id)
+        or (parent is not None and not has_entry(parent))
+        or not first + 1 <= MAX_SAFE_INTEGER
+        or not _is_address(value_set.namespace, value_set.key)
+    ):
+        return None
+    write: EntryWrite = _new(EntryWrite)
+    _set_write_entry(write, stamp(entry, first, timestamp))
+    prepared: PreparedCommit = _new(PreparedCommit)
+    _set_prepared_writes(prepared, (write, _value_set_with_seq(value_set, first + 1)))
+    _set_prepared_first_seq(prepared, first)
+    _set_prepared_seqs(prepared, (first, first + 1))
+    _set_prepared_timestamp(prepared, timestamp)
+    _set_prepared_replayed(prepared, False)
+    return prepared
 
 
 def validate_committed(reader: CommitReader, writes: Sequence[Write]) -> None:
