@@ -65,7 +65,8 @@ class StateStorage:
     On its own it is a complete in-memory storage. Subclasses override the hooks (:meth:`write_lock`,
     :meth:`catch_up`, :meth:`persist`, :meth:`apply`, :meth:`current_stats`, :meth:`release`,
     :meth:`forked`); one that rebuilds its state (a reload) assigns :attr:`state` holding
-    :attr:`state_lock`.
+    :attr:`state_lock`. Hooks are methods of the class (read once per subclass): a commit skips the
+    writer lock and catch-up, or persist and apply, of a class that leaves both as they are here.
     """
 
     _no_other_writers = True
