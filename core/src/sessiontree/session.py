@@ -316,12 +316,13 @@ class StorageBackedSessionMutation(_StorageReads):
             self._commit_attempted = True
             writes = list(writes)
             for write in writes:
-                if (
-                    isinstance(write, EntryWrite)
-                    and write.entry.type == "message"
-                    and is_pending_assistant_message(getattr(write.entry, "message", ABSENT))
-                ):
-                    raise SessionPendingAssistantMessageError()
+                if isinstance(write, EntryWrite) and write.entry.type == "message":
+                    message = getattr(write.entry, "message", ABSENT)
+                    # A dict that is no assistant message is decided here, without a call per entry.
+                    if (type(message) is not dict or message.get("role") == "assistant") and (
+                        is_pending_assistant_message(message)
+                    ):
+                        raise SessionPendingAssistantMessageError()
             # Only the preconditions in use are passed: a storage that predates one still commits.
             options: dict[str, Any] = {}
             if expect is not None:
