@@ -75,8 +75,9 @@ class StateStorage:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # Which hooks a subclass fills in, read once: the commit template skips the ones left as they are.
-        cls._no_other_writers = cls.write_lock is StateStorage.write_lock and cls.catch_up is StateStorage.catch_up
-        cls._memory_only = cls.persist is StateStorage.persist and cls.apply is StateStorage.apply
+        base = StateStorage
+        cls._no_other_writers = cls.write_lock is base.write_lock and cls.catch_up is base.catch_up
+        cls._memory_only = cls.persist is base.persist and cls.apply is base.apply
 
     def __init__(self, *, now: Callable[[], int] | None = None, state: SessionState | None = None) -> None:
         self._now = now or wall_clock_ms

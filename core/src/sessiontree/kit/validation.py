@@ -9,7 +9,9 @@ preconditions (:class:`~sessiontree.expectations.Expectations`), the content che
 usage ids unique across both, parents that exist, summable usage) plus address checks, raising
 :class:`~sessiontree.errors.StorageValidationError` at the first violation in pi's order and wording.
 The common shapes (a chain of entry inserts, a branch append) are proven with a few whole-batch
-operations first; anything not proven is checked write by write, which decides the error.
+operations first; anything not proven is checked write by write, which decides the error. A branch
+append (an entry, then its tip: the commit of every chat turn) is proven content and all in one pass
+(``_prepare_branch_append``), building nothing but the committed objects.
 
 The rules only read the state through :class:`CommitReader`, so a backend that keeps its state in an
 index validates inside its own transaction with the same code.
@@ -36,7 +38,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterable, Sequence, Set
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 
@@ -144,7 +146,9 @@ def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
 ) = _slot_setters(PreparedCommit, "writes", "first_seq", "seqs", "timestamp", "replayed")
 # The stampers of the model's entry classes (each a slotted attrs class: see stamping.slot_layout).
 _append_stampers = {
-    cls: replacer(cls, ("seq", "timestamp")) for cls in (*ENTRY_CLASSES.values(), UnknownEntry) if slot_layout(cls)
+    cls: replacer(cls, ("seq", "timestamp"))
+    for cls in (*ENTRY_CLASSES.values(), UnknownEntry)
+    if slot_layout(cls) is not None
 }
 
 
@@ -163,7 +167,8 @@ def prepare_commit(
         expectations.check(reader)
     first = reader.next_seq
     if is_entry_then_value(writes):
-        prepared = _prepare_branch_append(reader, writes[0].entry, writes[1], first, timestamp)  # type: ignore[attr-defined, arg-type]
+        entry_write, value_set = cast("tuple[EntryWrite, ValueSet]", writes)
+        prepared = _prepare_branch_append(reader, entry_write.entry, value_set, first, timestamp)
         if prepared is not None:
             return prepared
         check_new_writes(writes)
