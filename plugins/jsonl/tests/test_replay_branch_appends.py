@@ -177,3 +177,37 @@ def test_a_branch_read_after_a_lazy_open_decodes_in_bulk(tmp_path: Path, monkeyp
         # the same entries, byte for byte, as decoding each alone
         single = [wire.entry_to_wire(storage.state.get_entries([f"e{i}"])[f"e{i}"]) for i in range(40)]
         assert [wire.entry_to_wire(e) for e in scan] == single
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    count=st.integers(2, 25),
+    damage=st.sampled_from(["none", "seq_back", "dup_id", "unknown_parent", "branch_off", "spaced"]),
+    where=st.integers(0, 10_000),
+)
+def test_runs_of_one_entry_per_line_agree_with_the_exact_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    count: int,
+    damage: str,
+    where: int,
+) -> None:
+    # What a fork writes: one entry object per line, each the child of the one before.
+    entries: list[Any] = [entry for entry, _tip in _append_lines(count)]
+    index = where % count
+    entry = entries[index]
+    if damage == "seq_back" and index > 0:
+        entry["seq"] = entries[index - 1]["seq"]
+    elif damage == "dup_id" and index > 0:
+        entry["id"] = "e0"
+    elif damage == "unknown_parent":
+        entry["parentId"] = "nowhere"
+    elif damage == "branch_off" and index > 1:
+        entry["parentId"] = entries[index - 2]["id"]
+    path = tmp_path_factory.mktemp("objects") / "s.jsonl"
+    _write(path, entries)
+    if damage == "spaced":
+        lines = path.read_bytes().split(b"\n")
+        lines[index + 1] = lines[index + 1] + b"  "
+        path.write_bytes(b"\n".join(lines))
+    _agree(path, monkeypatch)

@@ -49,6 +49,7 @@ __all__ = ["EntrySource", "LazyEntryNode", "Replayer", "line_error", "load_entri
 _UNSET = msgspec.UNSET
 _OPEN_BRACE = ord("{")
 _OPEN_BRACKET = ord("[")
+_CLOSE_BRACE = ord("}")
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -378,6 +379,11 @@ def _is_address(address: tuple[str, str]) -> bool:
     return namespace != "" and "\x00" not in namespace and "\x00" not in key
 
 
+def _is_bare_object(data: bytes, start: int, end: int) -> bool:
+    """The line is one JSON object with no space around it."""
+    return data[start] == _OPEN_BRACE and data[end - 1] == _CLOSE_BRACE
+
+
 def _is_branch_append(records: object) -> bool:
     return (
         type(records) is list
@@ -501,12 +507,28 @@ class Replayer:
             # A run of branch appends ([entry, value write]) each extending the one before goes to
             # the fast path together.
             stop = index + 1
-            if index >= unproven_until and _is_branch_append(records):
+            if index < unproven_until:
+                pass
+            elif _is_branch_append(records) and data[starts[index]] == _OPEN_BRACKET:
                 previous = records[0].id
-                while stop < count and _is_branch_append(following := decoded[stop]):
-                    if following[0].parent_id != previous:
-                        break
+                while (
+                    stop < count
+                    and _is_branch_append(following := decoded[stop])
+                    and following[0].parent_id == previous
+                    and data[starts[stop]] == _OPEN_BRACKET
+                ):
                     previous = following[0].id
+                    stop += 1
+            elif type(records) is LazyEntryNode and _is_bare_object(data, starts[index], ends[index]):
+                # Lines of one entry object each (a fork's copy).
+                previous = records.id
+                while (
+                    stop < count
+                    and type(following := decoded[stop]) is LazyEntryNode
+                    and following.parent_id == previous
+                    and _is_bare_object(data, starts[stop], ends[stop])
+                ):
+                    previous = following.id
                     stop += 1
             line_start, end = starts[index], ends[index]
             self.line += 1
@@ -530,26 +552,31 @@ class Replayer:
             self.end_offset = base_offset + ends[index - 1] + 1
 
     def _append_chain(self, run: tuple[list[Any], list[int], list[int]], base: int) -> bool:
-        """Apply branch-append lines (decoded ``[entry, value write]`` records, starts, ends) whose
-        entries are each the child of the one before, with list operations instead of one step per
-        line; ``False`` (nothing changed) when not proven. The checks are those of
+        """Apply lines (decoded records, starts, ends) that are all branch appends (``[entry, value
+        write]``) or all one entry object each (what a fork writes), whose entries are each the child
+        of the one before, with list operations instead of one step per line; ``False`` (nothing
+        changed) when not proven. The checks are those of
         :func:`~sessiontree.kit.validation.proves_structures` for each line."""
         lines, starts, ends = run
-        entries = [records[0] for records in lines]
-        writes = [records[1] for records in lines]
+        paired = type(lines[0]) is list
+        entries = [records[0] for records in lines] if paired else lines
         ids = list(map(_get_id, entries))
         parents = list(map(_get_parent_id, entries))
         seqs = list(map(_get_seq, entries))
-        write_seqs = list(map(_get_seq, writes))
-        # Every write after its line's entry and before the next line's (seqs are ints by their type).
-        order = [seq for pair in zip(seqs, write_seqs) for seq in pair]
-        if not all(map(operator.lt, order, islice(order, 1, None))):
-            return False
-        if not set(map(_get_op, writes)) <= _VALUE_OPS:
-            return False
-        addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes)))
-        if not all(map(_is_address, set(addresses))):
-            return False
+        if paired:
+            writes = [records[1] for records in lines]
+            write_seqs = list(map(_get_seq, writes))
+            # Every write after its line's entry and before the next line's (seqs are ints by type).
+            order = [seq for pair in zip(seqs, write_seqs) for seq in pair]
+            if not all(map(operator.lt, order, islice(order, 1, None))):
+                return False
+            if not set(map(_get_op, writes)) <= _VALUE_OPS:
+                return False
+            addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes)))
+            if not all(map(_is_address, set(addresses))):
+                return False
+        else:
+            write_seqs = seqs
         state = self.state
         if not proves_entry_chain(state, ids, parents, seqs):
             return False
@@ -567,9 +594,10 @@ class Replayer:
         offsets = [base + start for start in starts]
         _consume(map(setattr, entries, repeat("offset"), offsets))
         _consume(map(setattr, entries, repeat("length"), map(operator.sub, ends, starts)))
-        _consume(map(setattr, entries, repeat("element"), repeat(0, count)))
+        _consume(map(setattr, entries, repeat("element"), repeat(0 if paired else None, count)))
         state.add_entry_chain(cast("list[OnDemandEntry]", entries), ids, seqs, types)
-        self._values.update(zip(addresses, writes))
+        if paired:
+            self._values.update(zip(addresses, writes))
         mark = state.commits.mark
         for entry_seq, write_seq in zip(seqs, write_seqs):
             mark(entry_seq, write_seq + 1, 1)
