@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plugins.jsonl.tests._exact_path import fast_and_exact_agree
 from sessiontree import jsjson, wire
 from sessiontree.errors import StorageFormatError
 from sessiontree.queries import BranchScan
@@ -60,16 +61,20 @@ def _outcome(path: Path) -> Any:
 
 
 def _agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    fast = _outcome(path)
-    with monkeypatch.context() as patched:
+    return fast_and_exact_agree(path, monkeypatch, _outcome)
 
-        def always_exact(*args: object) -> None:
-            raise replay_module._NeedsExactPath
 
-        patched.setattr(replay_module.Replayer, "_fast_line", always_exact)
-        exact = _outcome(path)
-    assert fast == exact
-    return fast
+def _damage_entry(entries: list[dict[str, Any]], index: int, damage: str) -> None:
+    """Break entry ``index`` of a chain the way ``damage`` names (other damages leave it alone)."""
+    entry = entries[index]
+    if damage == "entry_seq_back" and index > 0:
+        entry["seq"] = entries[index - 1]["seq"]
+    elif damage == "dup_id" and index > 0:
+        entry["id"] = "e0"
+    elif damage == "unknown_parent":
+        entry["parentId"] = "nowhere"
+    elif damage == "branch_off" and index > 1:
+        entry["parentId"] = entries[index - 2]["id"]
 
 
 _DAMAGE = st.sampled_from(
@@ -103,18 +108,11 @@ def test_branch_append_runs_agree_with_the_exact_path(
     lines = _append_lines(count)
     index = where % count
     entry, tip = lines[index]
-    if damage == "entry_seq_back" and index > 0:
-        entry["seq"] = lines[index - 1][0]["seq"]
-    elif damage == "write_seq_equal":
+    _damage_entry([entry for entry, _tip in lines], index, damage)
+    if damage == "write_seq_equal":
         tip["seq"] = entry["seq"]
     elif damage == "write_seq_past_next" and index + 1 < count:
         tip["seq"] = lines[index + 1][0]["seq"] + 1
-    elif damage == "dup_id" and index > 0:
-        entry["id"] = "e0"
-    elif damage == "unknown_parent":
-        entry["parentId"] = "nowhere"
-    elif damage == "branch_off" and index > 1:
-        entry["parentId"] = lines[index - 2][0]["id"]
     elif damage == "empty_namespace":
         tip["namespace"] = ""
     elif damage == "nul_in_key":
@@ -182,7 +180,7 @@ def test_a_branch_read_after_a_lazy_open_decodes_in_bulk(tmp_path: Path, monkeyp
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     count=st.integers(2, 25),
-    damage=st.sampled_from(["none", "seq_back", "dup_id", "unknown_parent", "branch_off", "spaced"]),
+    damage=st.sampled_from(["none", "entry_seq_back", "dup_id", "unknown_parent", "branch_off", "spaced"]),
     where=st.integers(0, 10_000),
 )
 def test_runs_of_one_entry_per_line_agree_with_the_exact_path(
@@ -195,15 +193,7 @@ def test_runs_of_one_entry_per_line_agree_with_the_exact_path(
     # What a fork writes: one entry object per line, each the child of the one before.
     entries: list[Any] = [entry for entry, _tip in _append_lines(count)]
     index = where % count
-    entry = entries[index]
-    if damage == "seq_back" and index > 0:
-        entry["seq"] = entries[index - 1]["seq"]
-    elif damage == "dup_id" and index > 0:
-        entry["id"] = "e0"
-    elif damage == "unknown_parent":
-        entry["parentId"] = "nowhere"
-    elif damage == "branch_off" and index > 1:
-        entry["parentId"] = entries[index - 2]["id"]
+    _damage_entry(entries, index, damage)
     path = tmp_path_factory.mktemp("objects") / "s.jsonl"
     _write(path, entries)
     if damage == "spaced":

@@ -4,7 +4,8 @@ A lazy open (:mod:`sessiontree_jsonl.replay`) leaves every payload in the file. 
 then used to cost a ``pread`` and a JSON decode per entry (two for an entry of an array line, whose
 element spans are found on the first read). Here the lines holding the wanted entries are read in a
 few large reads, joined into one JSON array and parsed by one :func:`sessiontree.jsjson.loads` call;
-each entry is then built from its already-parsed object. The result is the same as decoding each
+the entries are then built from the parsed objects, those sharing a key layout together (one pass per
+slot, as :mod:`sessiontree.kit.stamping` copies entries). The result is the same as decoding each
 entry alone (the same parser semantics apply to a line inside the array as to the line alone); any
 doubt — the joined text does not parse, an object is not the entry the node expects — sends that
 node to the one-at-a-time loader, which raises its errors.
@@ -13,11 +14,16 @@ node to the one-at-a-time loader, which raises its errors.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from sessiontree import jsjson
 from sessiontree.errors import StorageError
+from sessiontree.kit.stamping import slot_layout
 from sessiontree.model import ENTRY_CLASSES, BranchSummaryEntry, CompactionEntry, Entry
 from sessiontree.wire import committed_write_from_wire
 from sessiontree.wire._layout import keys_of
@@ -28,6 +34,14 @@ if TYPE_CHECKING:
     from .replay import LazyEntryNode
 
 __all__ = ["BULK_MIN", "decode_lines"]
+
+_new: Callable[[type], Any] = object.__new__
+_get_id = operator.attrgetter("id")
+
+
+def _drain(iterator: Iterator[object]) -> None:
+    deque(iterator, maxlen=0)
+
 
 BULK_MIN = 4
 """Fewer entries than this missing: decode them one at a time (a bulk read has a fixed cost)."""
@@ -71,7 +85,8 @@ def decode_lines(
             by_line[span] = [node]
         else:
             found.append(node)
-    decoded: list[tuple[LazyEntryNode, Entry, int]] = []
+    # Each node's parsed record and cache size, then entries built per record layout.
+    found: list[tuple[LazyEntryNode, Any, int]] = []
     left: list[LazyEntryNode] = []
     for group in _read_groups(sorted(by_line)):
         parsed = _parse_group(read_at, group)
@@ -85,21 +100,95 @@ def decode_lines(
                 size = span[1] // max(1, len(line))
                 for node in line_nodes:
                     element = node.element
-                    entry = None
                     if element is not None and element < len(line):
-                        entry = _entry_of(line[element], node)
-                    if entry is None:
-                        left.append(node)
+                        found.append((node, line[element], size))
                     else:
-                        decoded.append((node, entry, size))
+                        left.append(node)
             else:
                 for node in line_nodes:
-                    entry = _entry_of(line, node) if node.element is None else None
-                    if entry is None:
-                        left.append(node)
+                    if node.element is None:
+                        found.append((node, line, span[1]))
                     else:
-                        decoded.append((node, entry, span[1]))
+                        left.append(node)
+    decoded = _build_entries(found, left)
     return decoded, left
+
+
+def _build_entries(
+    found: list[tuple[LazyEntryNode, Any, int]], left: list[LazyEntryNode]
+) -> list[tuple[LazyEntryNode, Entry, int]]:
+    """Entries from parsed records: records sharing a known layout built together (one pass per field,
+    :func:`_build_batch`), any other through the general decoder; a record that is not its node's
+    entry goes to ``left``."""
+    decoded: list[tuple[LazyEntryNode, Entry, int]] = []
+    batches: dict[Any, list[tuple[LazyEntryNode, Any, int]]] = {}
+    for item in found:
+        record = item[1]
+        if type(record) is dict and record.get("kind") == "entry" and type(entry_type := record.get("type")) is str:
+            key = (entry_type, tuple(record))
+            batch = batches.get(key)
+            if batch is None:
+                batches[key] = [item]
+            else:
+                batch.append(item)
+        else:
+            _decode_one(item, decoded, left)
+    for (entry_type, _keys), batch in batches.items():
+        layout = _layout(entry_type, batch[0][1])
+        entries = None if layout is None else _build_batch(layout, batch)
+        if entries is None:
+            for item in batch:
+                _decode_one(item, decoded, left)
+        else:
+            decoded.extend(zip(map(_first, batch), entries, map(_third, batch)))
+    return decoded
+
+
+def _decode_one(
+    item: tuple[LazyEntryNode, Any, int], decoded: list[tuple[LazyEntryNode, Entry, int]], left: list[LazyEntryNode]
+) -> None:
+    node, record, size = item
+    entry = _entry_of(record, node)
+    if entry is None:
+        left.append(node)
+    else:
+        decoded.append((node, entry, size))
+
+
+_first = operator.itemgetter(0)
+_second = operator.itemgetter(1)
+_third = operator.itemgetter(2)
+
+
+def _build_batch(layout: _Layout, batch: list[tuple[LazyEntryNode, Any, int]]) -> list[Entry] | None:
+    """The entries of records with one layout, each slot set for all of them in one pass (what
+    ``__init__`` would set: the class is one :func:`~sessiontree.kit.stamping.slot_layout` clones);
+    ``None`` unless every record's id, seq and timestamp are its node's."""
+    cls, members, wire_keys = layout
+    nodes = list(map(_first, batch))
+    records = list(map(_second, batch))
+    columns = {name: list(map(operator.itemgetter(member), records)) for member, name in members.items()}
+    for name in ("seq", "timestamp"):
+        if set(map(type, columns[name])) != {int} or columns[name] != list(map(operator.attrgetter(name), nodes)):
+            return None
+    if columns["id"] != list(map(_get_id, nodes)):
+        return None
+    slots = slot_layout(cls)
+    assert slots is not None  # _layout only takes clonable classes
+    count = len(records)
+    entries = list(map(_new, repeat(cls, count)))
+    defaults = _DEFAULTS[cls]
+    for name, setter in slots.setters.items():
+        if name in columns:
+            values: Iterable[Any] = columns[name]
+        elif name == "extra":
+            values = [{} for _ in range(count)]
+        elif name == "wire_keys":
+            values = repeat(wire_keys, count)
+        else:
+            values = repeat(defaults[name], count)
+        _drain(map(setter, entries, values))
+    return entries
 
 
 def _parse_group(read_at: Callable[[int, int], bytes], group: list[tuple[int, int]]) -> list[Any] | None:
@@ -121,29 +210,7 @@ def _parse_group(read_at: Callable[[int, int], bytes], group: list[tuple[int, in
 
 
 def _entry_of(record: object, node: LazyEntryNode) -> Entry | None:
-    """The entry of a parsed committed record, if it is the one ``node`` indexes."""
-    if type(record) is dict and record.get("kind") == "entry":
-        entry_type = record.get("type")
-        if type(entry_type) is str:
-            cache_key = (entry_type, tuple(record))
-            layout = _LAYOUTS.get(cache_key, _UNKNOWN)
-            if layout is _UNKNOWN:
-                layout = _layout(entry_type, record)
-                if len(_LAYOUTS) < _MAX_LAYOUTS:
-                    _LAYOUTS[cache_key] = layout
-            seq, timestamp = record.get("seq"), record.get("timestamp")
-            if (
-                layout is not None
-                and type(seq) is int
-                and seq == node.seq
-                and type(timestamp) is int
-                and timestamp == node.timestamp
-                and record.get("id") == node.id
-            ):
-                # What committed_write_from_wire builds for a record whose members are all known
-                # (no extras, no usage to convert), without looking each member up again.
-                cls, names, values_of, wire_keys = layout
-                return cls(**dict(zip(names, values_of(record))), extra={}, wire_keys=wire_keys)  # type: ignore[no-any-return]
+    """The entry of a parsed committed record (the general decoder), if it is the one ``node`` indexes."""
     try:
         write = committed_write_from_wire(record)
     except (ValueError, StorageError):
@@ -153,26 +220,25 @@ def _entry_of(record: object, node: LazyEntryNode) -> Entry | None:
     return write.entry
 
 
-_MAX_LAYOUTS = 256
-_UNKNOWN: Any = object()
-_Layout = tuple[type, tuple[str, ...], Callable[[dict[str, Any]], tuple[Any, ...]], tuple[str, ...]]
-_LAYOUTS: dict[tuple[str, tuple[str, ...]], _Layout | None] = {}
-"""(type, key order) of a record -> (its entry class, the attribute of each member but ``kind`` and
-``type``, the getter of those members, the shared key order), or ``None`` when such records take the
-general decoder."""
+_Layout = tuple[type, dict[str, str], tuple[str, ...]]
+_DEFAULTS: dict[type, dict[str, Any]] = {
+    cls: {field.name: field.default for field in attrs.fields(cls) if not isinstance(field.default, attrs.Factory)}  # type: ignore[arg-type]
+    for cls in ENTRY_CLASSES.values()
+}
 
 
 def _layout(entry_type: str, record: dict[str, Any]) -> _Layout | None:
-    """How to build an entry from records of this type and key order, when every member but ``kind``
-    and ``type`` is an attribute of the type's class (a known type, no usage member to convert)."""
+    """How to build entries from records of this type and key order, when every member but ``kind``
+    and ``type`` is an attribute of the type's class (a known type, no usage member to convert) and
+    the class is built by setting its slots: the class, each member's attribute, the key order."""
     cls = ENTRY_CLASSES.get(entry_type)
-    if cls is None:
+    if cls is None or slot_layout(cls) is None:
         return None
     attrs_of = {camel(name): name for name in WIRE_ORDER[cls]}
-    members = tuple(key for key in record if key not in ("kind", "type"))
-    names = tuple(attrs_of.get(key, "") for key in members)
-    if "" in names or not {"id", "parent_id", "seq", "timestamp"} <= set(names) or len(members) < 2:
+    members = {key: attrs_of.get(key, "") for key in record if key not in ("kind", "type")}
+    names = set(members.values())
+    if "" in names or not {"id", "parent_id", "seq", "timestamp"} <= names:
         return None
     if cls in (CompactionEntry, BranchSummaryEntry) and "usage" in names:
         return None
-    return cls, names, operator.itemgetter(*members), keys_of(record)
+    return cls, members, keys_of(record)

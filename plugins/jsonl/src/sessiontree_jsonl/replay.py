@@ -27,7 +27,7 @@ import threading
 import weakref
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice, repeat
 from typing import Annotated, Any, cast
 
@@ -205,17 +205,7 @@ class EntrySource:
     def remember_many(self, nodes: Sequence[LazyEntryNode], entries: Sequence[Entry]) -> None:
         """:meth:`remember` for each node (one whose span is its object's, ``element`` unset) and its
         entry, in order, under one lock."""
-        budget = self._cache_bytes
-        with self._lock:
-            held = self._held
-            for node, entry in zip(nodes, entries, strict=True):
-                size = node.length
-                if size > budget or node.held is not None:
-                    continue
-                node.held = entry
-                held.append((node, size))
-                self._cached += size
-            self._evict_over_budget()
+        self.remember_sized([(node, entry, node.length) for node, entry in zip(nodes, entries, strict=True)])
 
     def remember_sized(self, decoded: Sequence[tuple[LazyEntryNode, Entry, int]]) -> None:
         """:meth:`remember` for each ``(node, entry, size)``, in order, under one lock."""
@@ -581,20 +571,14 @@ class Replayer:
         if not proves_entry_chain(state, ids, parents, seqs):
             return False
         # Everything checked: fill in the nodes' own fields and apply.
-        count = len(entries)
-        last = self._last_node
-        if last is not None and parents[0] == last.id:
-            entries[0].parent_id = last.id
-        _consume(map(setattr, islice(entries, 1, None), repeat("parent_id"), ids))
-        types = list(map(_get_type, entries))
-        if types.count("message") == count:
-            _consume(map(setattr, entries, repeat("type"), repeat("message")))
-        _consume(map(setattr, entries, repeat("loader"), repeat(self._loader, count)))
-        _consume(map(setattr, entries, repeat("held"), repeat(None, count)))
-        offsets = [base + start for start in starts]
-        _consume(map(setattr, entries, repeat("offset"), offsets))
-        _consume(map(setattr, entries, repeat("length"), map(operator.sub, ends, starts)))
-        _consume(map(setattr, entries, repeat("element"), repeat(0 if paired else None, count)))
+        types = self._fill_chain(
+            entries,
+            ids,
+            parents,
+            [base + start for start in starts],
+            map(operator.sub, ends, starts),
+            repeat(0 if paired else None),
+        )
         state.add_entry_chain(cast("list[OnDemandEntry]", entries), ids, seqs, types)
         if paired:
             self._values.update(zip(addresses, writes))
@@ -734,25 +718,46 @@ class Replayer:
             raise _NeedsExactPath
         # Everything checked: fill in the nodes' own fields and apply.
         count = len(records)
-        last = self._last_node
-        if last is not None and parents[0] == last.id:
-            records[0].parent_id = last.id
-        # Share each parent id with its parent's own id string rather than hold a second copy.
-        _consume(map(setattr, islice(records, 1, None), repeat("parent_id"), ids))
-        types = list(map(_get_type, records))
-        if types.count("message") == count:
-            _consume(map(setattr, records, repeat("type"), repeat("message")))
-        _consume(map(setattr, records, repeat("loader"), repeat(self._loader, count)))
-        _consume(map(setattr, records, repeat("held"), repeat(None, count)))
-        _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
-        _consume(map(setattr, records, repeat("length"), repeat(line_length, count)))
-        elements = _ELEMENTS if count <= len(_ELEMENTS) else range(count)
-        _consume(map(setattr, records, repeat("element"), elements))
+        types = self._fill_chain(
+            records,
+            ids,
+            parents,
+            repeat(line_offset, count),
+            repeat(line_length, count),
+            _ELEMENTS if count <= len(_ELEMENTS) else range(count),
+        )
         state.add_entry_chain(cast("list[OnDemandEntry]", records), ids, seqs, types)
         state.commits.mark(seqs[0], seqs[-1] + 1, count)
         self._last_node = records[-1]
         self.last_seq = seqs[-1]  # add_entry_chain left next_seq after it
         return True
+
+    def _fill_chain(
+        self,
+        nodes: Sequence[LazyEntryNode],
+        ids: list[str],
+        parents: list[str | None],
+        offsets: Iterable[int],
+        lengths: Iterable[int],
+        elements: Iterable[int | None],
+    ) -> list[str]:
+        """Set the own fields of proven nodes that are each the child of the one before, one pass per
+        field; returns their types."""
+        count = len(nodes)
+        last = self._last_node
+        if last is not None and parents[0] == last.id:
+            nodes[0].parent_id = last.id
+        # Share each parent id with its parent's own id string rather than hold a second copy.
+        _consume(map(setattr, islice(nodes, 1, None), repeat("parent_id"), ids))
+        types = list(map(_get_type, nodes))
+        if types.count("message") == count:
+            _consume(map(setattr, nodes, repeat("type"), repeat("message")))
+        _consume(map(setattr, nodes, repeat("loader"), repeat(self._loader, count)))
+        _consume(map(setattr, nodes, repeat("held"), repeat(None, count)))
+        _consume(map(setattr, nodes, repeat("offset"), offsets))
+        _consume(map(setattr, nodes, repeat("length"), lengths))
+        _consume(map(setattr, nodes, repeat("element"), elements))
+        return types
 
     def _exact_line(self, text: bytes) -> None:
         state = self.state
