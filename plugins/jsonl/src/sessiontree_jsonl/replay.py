@@ -21,7 +21,6 @@ and validation never looks at them), so only the surviving payloads are decoded 
 
 from __future__ import annotations
 
-import itertools
 import operator
 import threading
 import weakref
@@ -340,7 +339,6 @@ class _UsageRecord(msgspec.Struct, gc=False, tag_field="kind", tag="usage"):
 _Record = LazyEntryNode | _ValueRecord | _ListRecord | _UsageRecord
 _decode_record = msgspec.json.Decoder(_Record).decode
 _decode_records = msgspec.json.Decoder(list[_Record]).decode
-_decode_lines = msgspec.json.Decoder(list[list[_Record] | _Record]).decode
 _VALUE_OPS = frozenset(("set", "delete"))
 _LIST_OPS = frozenset(("append", "delete"))
 _decode_raws = msgspec.json.Decoder(list[msgspec.Raw]).decode
@@ -358,10 +356,6 @@ _get_key = operator.attrgetter("key")
 
 # Element numbers as shared int objects (CPython shares only up to 256): nodes do not each get new ones.
 _ELEMENTS = tuple(range(4096))
-
-
-def _plus_one(total: int, length: int) -> int:
-    return total + length + 1
 
 
 def _is_address(address: tuple[str, str]) -> bool:
@@ -478,17 +472,27 @@ class Replayer:
         self.end_offset = base_offset + start
         if start >= size:
             return
-        parts = data[start:size].split(b"\n")
-        del parts[-1]  # after the last LF
-        ends = list(itertools.accumulate(map(len, parts), _plus_one, initial=start - 1))
-        del ends[0]
-        starts = [start, *map(operator.add, islice(ends, len(ends) - 1), repeat(1))]
-        try:
-            # Every line at once: msgspec reads the lines joined into one array.
-            decoded: list[Any] = _decode_lines(b"[" + b",".join(parts) + b"]")
-        except _FAST_ERRORS:
-            decoded = [None] * len(parts)
-        del parts
+        # Each line decoded in place (a memoryview slice: no copy of the chunk), then applied below.
+        find = data.find
+        starts: list[int] = []
+        ends: list[int] = []
+        decoded: list[Any] = []
+        position = start
+        while position < size:
+            end = find(b"\n", position)
+            first = data[position] if position < end else None
+            try:
+                if first == _OPEN_BRACKET:
+                    decoded.append(_decode_records(view[position:end]))
+                elif first == _OPEN_BRACE:
+                    decoded.append(_decode_record(view[position:end]))
+                else:
+                    decoded.append(None)
+            except _FAST_ERRORS:
+                decoded.append(None)
+            starts.append(position)
+            ends.append(end)
+            position = end + 1
         fast = self._fast_line
         index, count = 0, len(decoded)
         unproven_until = 0  # lines of a run the fast path did not take together go one by one
@@ -529,7 +533,9 @@ class Replayer:
                     line_start,
                     end,
                     base_offset,
-                    records if type(records) is list else None,
+                    # (pre-decoded records only for a line that starts with its bracket, as the
+                    # fast path requires of the lines it decodes itself)
+                    records if type(records) is list and data[line_start] == _OPEN_BRACKET else None,
                     (decoded[index:stop], starts[index:stop], ends[index:stop]) if stop > index + 1 else None,
                 )
             except _NeedsExactPath:
