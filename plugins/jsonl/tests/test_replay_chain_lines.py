@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plugins.jsonl.tests._exact_path import fast_and_exact_agree
 from sessiontree import jsjson, wire
 from sessiontree.errors import StorageFormatError
 from sessiontree_jsonl import JsonlStorage
@@ -56,16 +57,7 @@ def _outcome(path: Path) -> Any:
 
 
 def _agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    fast = _outcome(path)
-    with monkeypatch.context() as patched:
-
-        def always_exact(*args: object) -> None:
-            raise replay_module._NeedsExactPath
-
-        patched.setattr(replay_module.Replayer, "_fast_line", always_exact)
-        exact = _outcome(path)
-    assert fast == exact
-    return fast
+    return fast_and_exact_agree(path, monkeypatch, _outcome)
 
 
 def _write(path: Path, lines: list[list[dict[str, Any]]]) -> None:

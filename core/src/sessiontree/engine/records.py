@@ -4,8 +4,9 @@ A committed entry (a frozen model instance with its seq and timestamp) is its ow
 holds that one object and reads return it as it is. A backend that keeps payloads elsewhere (JSONL keeps
 them in the file) stores an *on-demand record* instead: any object with the structural fields (``id``,
 ``parent_id``, ``seq``, ``timestamp``, ``type``, ``custom_type``), ``held`` (the full entry when at hand,
-else ``None``) and ``entry`` (the full entry, loaded when not held). :class:`EntryNode` is such a record
-for backends that have no class of their own.
+else ``None``) and ``entry`` (the full entry, loaded when not held); it may also offer
+``load_many(records)``, the entries of many records of the same index in order, loaded together (scans
+call it). :class:`EntryNode` is such a record for backends that have no class of their own.
 """
 
 from __future__ import annotations
@@ -92,8 +93,17 @@ def entries_of(records: list[Record], *, all_on_demand: bool) -> list[Entry]:
     """``[entry_of(r) for r in records]``; ``all_on_demand`` says that no record is an entry itself
     (a lazy backend's index), which spares a type test per record."""
     if all_on_demand:
+        on_demand = cast("list[OnDemandEntry]", records)
+        if len(on_demand) > 1:
+            for record in on_demand:
+                if record.held is None:
+                    # A backend that can load many records at once (JSONL: one read and one parse).
+                    load_many = getattr(record, "load_many", None)
+                    if load_many is not None:
+                        return load_many(on_demand)  # type: ignore[no-any-return]
+                    break
         # Reading ``held`` first skips the ``entry`` call (and its loader) for an entry at hand.
-        return [held if (held := r.held) is not None else r.entry for r in cast("list[OnDemandEntry]", records)]
+        return [held if (held := r.held) is not None else r.entry for r in on_demand]
     return list(map(entry_of, records))
 
 

@@ -27,6 +27,7 @@ its ids are deterministic, so a fork of an open v3 session holds exactly the ids
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Annotated, Any
 
 import attrs
@@ -59,6 +60,7 @@ __all__ = ["ForkResult", "SourceIndex", "fork_session_file", "iter_v4_writes"]
 
 _TIP = "pi.branch.tip"
 _CHUNK = 1 << 20
+_ENCODE_BATCH = 512
 # Stands in for a missing "value" member while the policy decides, so "copy it" and DROP stay apart.
 _NO_VALUE = object()
 
@@ -556,10 +558,11 @@ def _publish(
 
     def chunks() -> Iterator[bytes]:
         yield header.encode()
-        for write in _copied_lines(records(plan), index, plan):
-            if write["kind"] == "entry":
-                counter[0] += 1
-            yield jsjson.dumpb(write) + b"\n"
+        copied = _copied_lines(records(plan), index, plan)
+        while batch := list(islice(copied, _ENCODE_BATCH)):
+            counter[0] += sum(1 for write in batch if write["kind"] == "entry")
+            # One exactness check for the batch's encodings (jsjson.dumpb_many).
+            yield b"".join(line + b"\n" for line in jsjson.dumpb_many(batch))
 
     publish_atomically(fs, destination_path, chunks(), durability=durability, replace=False)
     return ForkResult(header=header, entry_count=counter[0])

@@ -26,7 +26,7 @@ import threading
 import weakref
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice, repeat
 from typing import Annotated, Any, cast
 
@@ -41,11 +41,14 @@ from sessiontree.model import ABSENT, Entry, EntryStructure, Usage
 from sessiontree.wire import TransactionDepthError, committed_write_from_wire, decode_transaction
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
-__all__ = ["EntrySource", "LazyEntryNode", "Replayer", "line_error"]
+from .bulk_read import BULK_MIN, decode_lines
+
+__all__ = ["EntrySource", "LazyEntryNode", "Replayer", "line_error", "load_entries"]
 
 _UNSET = msgspec.UNSET
 _OPEN_BRACE = ord("{")
 _OPEN_BRACKET = ord("[")
+_CLOSE_BRACE = ord("}")
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -120,6 +123,35 @@ class LazyEntryNode(
     def structure(self) -> EntryStructure:
         return structure_of(self)
 
+    def load_many(self, records: Sequence[Any]) -> list[Entry]:
+        """The entries of ``records`` (records of the same index), in order, the missing ones of each
+        file decoded together (:mod:`sessiontree_jsonl.bulk_read`); the engine calls it for scans."""
+        return load_entries(records)
+
+
+def load_entries(records: Sequence[Any]) -> list[Entry]:
+    """The full entries of ``records``: held ones as they are, lazy nodes of each loader in bulk,
+    any other record through its own ``entry``."""
+    entries: list[Any] = [record.held for record in records]
+    missing: dict[Any, list[int]] = {}
+    for position, entry in enumerate(entries):
+        if entry is None:
+            record = records[position]
+            key = record.loader if type(record) is LazyEntryNode else None
+            found = missing.get(key)
+            if found is None:
+                missing[key] = [position]
+            else:
+                found.append(position)
+    for loader, positions in missing.items():
+        if loader is None or len(positions) < BULK_MIN:
+            for position in positions:
+                entries[position] = records[position].entry
+            continue
+        for position, entry in zip(positions, loader.load_many([records[p] for p in positions])):
+            entries[position] = entry
+    return entries
+
 
 def as_engine_node(node: LazyEntryNode) -> Record:
     """``node`` typed as an engine record (an on-demand one; see :class:`LazyEntryNode`)."""
@@ -172,11 +204,14 @@ class EntrySource:
     def remember_many(self, nodes: Sequence[LazyEntryNode], entries: Sequence[Entry]) -> None:
         """:meth:`remember` for each node (one whose span is its object's, ``element`` unset) and its
         entry, in order, under one lock."""
+        self.remember_sized([(node, entry, node.length) for node, entry in zip(nodes, entries, strict=True)])
+
+    def remember_sized(self, decoded: Sequence[tuple[LazyEntryNode, Entry, int]]) -> None:
+        """:meth:`remember` for each ``(node, entry, size)``, in order, under one lock."""
         budget = self._cache_bytes
         with self._lock:
             held = self._held
-            for node, entry in zip(nodes, entries, strict=True):
-                size = node.length
+            for node, entry, size in decoded:
                 if size > budget or node.held is not None:
                     continue
                 node.held = entry
@@ -232,6 +267,17 @@ class _EntryLoader:
         if source is not None:
             source.remember(node, write.entry, length)
         return write.entry
+
+    def load_many(self, nodes: Sequence[LazyEntryNode]) -> list[Entry]:
+        """The entries of ``nodes`` (nodes of this loader), decoded together, offered to the cache."""
+        decoded, left = decode_lines(self.handle.read_at, nodes)
+        entries = {id(node): entry for node, entry, _size in decoded}
+        source = self._source()
+        if source is not None and decoded:
+            source.remember_sized(decoded)
+        for node in left:
+            entries[id(node)] = self(node)
+        return [entries[id(node)] for node in nodes]
 
     def element_span(self, node: LazyEntryNode) -> tuple[int, int]:
         """The file offset and length of the JSON object holding ``node``'s entry."""
@@ -303,10 +349,32 @@ _get_id = operator.attrgetter("id")
 _get_parent_id = operator.attrgetter("parent_id")
 _get_type = operator.attrgetter("type")
 _get_seq = operator.attrgetter("seq")
+_get_op = operator.attrgetter("op")
+_get_namespace = operator.attrgetter("namespace")
+_get_key = operator.attrgetter("key")
 
 
 # Element numbers as shared int objects (CPython shares only up to 256): nodes do not each get new ones.
 _ELEMENTS = tuple(range(4096))
+
+
+def _is_address(address: tuple[str, str]) -> bool:
+    namespace, key = address
+    return namespace != "" and "\x00" not in namespace and "\x00" not in key
+
+
+def _is_bare_object(data: bytes, start: int, end: int) -> bool:
+    """The line is one JSON object with no space around it."""
+    return data[start] == _OPEN_BRACE and data[end - 1] == _CLOSE_BRACE
+
+
+def _is_branch_append(records: object) -> bool:
+    return (
+        type(records) is list
+        and len(records) == 2
+        and type(records[0]) is LazyEntryNode
+        and type(records[1]) is _ValueRecord
+    )
 
 
 def _consume(iterator: Iterator[object]) -> None:
@@ -400,30 +468,159 @@ class Replayer:
         line <n>`` with the cause chained; lines before the bad one stay applied.
         """
         view = memoryview(data)
-        position = start
         size = len(data) if size is None else size
         self.end_offset = base_offset + start
+        if start >= size:
+            return
+        # Each line decoded in place (a memoryview slice: no copy of the chunk), then applied below.
         find = data.find
-        fast = self._fast_line
+        starts: list[int] = []
+        ends: list[int] = []
+        decoded: list[Any] = []
+        position = start
         while position < size:
             end = find(b"\n", position)
+            first = data[position] if position < end else None
+            try:
+                if first == _OPEN_BRACKET:
+                    decoded.append(_decode_records(view[position:end]))
+                elif first == _OPEN_BRACE:
+                    decoded.append(_decode_record(view[position:end]))
+                else:
+                    decoded.append(None)
+            except _FAST_ERRORS:
+                decoded.append(None)
+            starts.append(position)
+            ends.append(end)
+            position = end + 1
+        fast = self._fast_line
+        index, count = 0, len(decoded)
+        unproven_until = 0  # lines of a run the fast path did not take together go one by one
+        while index < count:
+            records = decoded[index]
+            # A run of branch appends ([entry, value write]) each extending the one before goes to
+            # the fast path together.
+            stop = index + 1
+            if index < unproven_until:
+                pass
+            elif _is_branch_append(records) and data[starts[index]] == _OPEN_BRACKET:
+                previous = records[0].id
+                while (
+                    stop < count
+                    and _is_branch_append(following := decoded[stop])
+                    and following[0].parent_id == previous
+                    and data[starts[stop]] == _OPEN_BRACKET
+                ):
+                    previous = following[0].id
+                    stop += 1
+            elif type(records) is LazyEntryNode and _is_bare_object(data, starts[index], ends[index]):
+                # Lines of one entry object each (a fork's copy).
+                previous = records.id
+                while (
+                    stop < count
+                    and type(following := decoded[stop]) is LazyEntryNode
+                    and following.parent_id == previous
+                    and _is_bare_object(data, starts[stop], ends[stop])
+                ):
+                    previous = following.id
+                    stop += 1
+            line_start, end = starts[index], ends[index]
             self.line += 1
             try:
-                fast(data, view, position, end, base_offset)
+                applied = fast(
+                    data,
+                    view,
+                    line_start,
+                    end,
+                    base_offset,
+                    # (pre-decoded records only for a line that starts with its bracket, as the
+                    # fast path requires of the lines it decodes itself)
+                    records if type(records) is list and data[line_start] == _OPEN_BRACKET else None,
+                    (decoded[index:stop], starts[index:stop], ends[index:stop]) if stop > index + 1 else None,
+                )
             except _NeedsExactPath:
-                self._exact_line(bytes(view[position:end]))
-            position = end + 1
-            self.end_offset = base_offset + position
+                self._exact_line(bytes(view[line_start:end]))
+                applied = 1
+            if applied == 1:
+                unproven_until = stop
+            self.line += applied - 1
+            index += applied
+            self.end_offset = base_offset + ends[index - 1] + 1
 
-    def _fast_line(self, data: bytes, view: memoryview, start: int, end: int, base: int) -> None:
+    def _append_chain(self, run: tuple[list[Any], list[int], list[int]], base: int) -> bool:
+        """Apply lines (decoded records, starts, ends) that are all branch appends (``[entry, value
+        write]``) or all one entry object each (what a fork writes), whose entries are each the child
+        of the one before, with list operations instead of one step per line; ``False`` (nothing
+        changed) when not proven. The checks are those of
+        :func:`~sessiontree.kit.validation.proves_structures` for each line."""
+        lines, starts, ends = run
+        paired = type(lines[0]) is list
+        entries = [records[0] for records in lines] if paired else lines
+        ids = list(map(_get_id, entries))
+        parents = list(map(_get_parent_id, entries))
+        seqs = list(map(_get_seq, entries))
+        if paired:
+            writes = [records[1] for records in lines]
+            write_seqs = list(map(_get_seq, writes))
+            # Every write after its line's entry and before the next line's (seqs are ints by type).
+            order = [seq for pair in zip(seqs, write_seqs) for seq in pair]
+            if not all(map(operator.lt, order, islice(order, 1, None))):
+                return False
+            if not set(map(_get_op, writes)) <= _VALUE_OPS:
+                return False
+            addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes)))
+            if not all(map(_is_address, set(addresses))):
+                return False
+        else:
+            write_seqs = seqs
+        state = self.state
+        if not proves_entry_chain(state, ids, parents, seqs):
+            return False
+        # Everything checked: fill in the nodes' own fields and apply.
+        types = self._fill_chain(
+            entries,
+            ids,
+            parents,
+            [base + start for start in starts],
+            map(operator.sub, ends, starts),
+            repeat(0 if paired else None),
+        )
+        state.add_entry_chain(cast("list[OnDemandEntry]", entries), ids, seqs, types)
+        if paired:
+            self._values.update(zip(addresses, writes))
+        mark = state.commits.mark
+        for entry_seq, write_seq in zip(seqs, write_seqs):
+            mark(entry_seq, write_seq + 1, 1)
+        self._last_node = entries[-1]
+        self.last_seq = write_seqs[-1]
+        state.set_replayed_next_seq(self.last_seq + 1)
+        return True
+
+    def _fast_line(
+        self,
+        data: bytes,
+        view: memoryview,
+        start: int,
+        end: int,
+        base: int,
+        decoded: Any = None,
+        run: tuple[list[Any], list[int], list[int]] | None = None,
+    ) -> int:
         # The hot loop of every open: one function, lookups hoisted, nothing mutated until the whole
-        # line is known good (any doubt raises _NeedsExactPath first).
+        # line is known good (any doubt raises _NeedsExactPath first). ``decoded``: the records of an
+        # array line already decoded by the caller; ``run``: this line and the branch appends after it
+        # (see _append_chain), applied together when proven. Returns the number of lines applied.
+        if run is not None and self._append_chain(run, base):
+            return len(run[0])
         if start == end:
             raise _NeedsExactPath
         first = data[start]
         try:
-            if first == _OPEN_BRACKET:
-                records: Sequence[Any] = _decode_records(view[start:end])
+            if decoded is not None:
+                records: Sequence[Any] = decoded
+                in_array = True
+            elif first == _OPEN_BRACKET:
+                records = _decode_records(view[start:end])
                 in_array = True
             elif first == _OPEN_BRACE:
                 records = (_decode_record(view[start:end]),)
@@ -434,7 +631,7 @@ class Replayer:
             raise _NeedsExactPath from None
         line_offset = base + start
         if in_array and self._chain_line(records, line_offset, end - start):
-            return
+            return 1
         state = self.state
         structures: list[tuple[int, Any, Any, Any]] = []
         nodes: list[LazyEntryNode] = []
@@ -509,6 +706,7 @@ class Replayer:
             state.commits.mark(structures[0][1], previous + 1, len(nodes) + (len(usage) if usage else 0))
         self.last_seq = previous
         state.set_replayed_next_seq(previous + 1)
+        return 1
 
     def _chain_line(self, records: Sequence[Any], line_offset: int, line_length: int) -> bool:
         """Replay the common array line, entries only and each the child of the one before, with list
@@ -526,25 +724,46 @@ class Replayer:
             raise _NeedsExactPath
         # Everything checked: fill in the nodes' own fields and apply.
         count = len(records)
-        last = self._last_node
-        if last is not None and parents[0] == last.id:
-            records[0].parent_id = last.id
-        # Share each parent id with its parent's own id string rather than hold a second copy.
-        _consume(map(setattr, islice(records, 1, None), repeat("parent_id"), ids))
-        types = list(map(_get_type, records))
-        if types.count("message") == count:
-            _consume(map(setattr, records, repeat("type"), repeat("message")))
-        _consume(map(setattr, records, repeat("loader"), repeat(self._loader, count)))
-        _consume(map(setattr, records, repeat("held"), repeat(None, count)))
-        _consume(map(setattr, records, repeat("offset"), repeat(line_offset, count)))
-        _consume(map(setattr, records, repeat("length"), repeat(line_length, count)))
-        elements = _ELEMENTS if count <= len(_ELEMENTS) else range(count)
-        _consume(map(setattr, records, repeat("element"), elements))
+        types = self._fill_chain(
+            records,
+            ids,
+            parents,
+            repeat(line_offset, count),
+            repeat(line_length, count),
+            _ELEMENTS if count <= len(_ELEMENTS) else range(count),
+        )
         state.add_entry_chain(cast("list[OnDemandEntry]", records), ids, seqs, types)
         state.commits.mark(seqs[0], seqs[-1] + 1, count)
         self._last_node = records[-1]
         self.last_seq = seqs[-1]  # add_entry_chain left next_seq after it
         return True
+
+    def _fill_chain(
+        self,
+        nodes: Sequence[LazyEntryNode],
+        ids: list[str],
+        parents: list[str | None],
+        offsets: Iterable[int],
+        lengths: Iterable[int],
+        elements: Iterable[int | None],
+    ) -> list[str]:
+        """Set the own fields of proven nodes that are each the child of the one before, one pass per
+        field; returns their types."""
+        count = len(nodes)
+        last = self._last_node
+        if last is not None and parents[0] == last.id:
+            nodes[0].parent_id = last.id
+        # Share each parent id with its parent's own id string rather than hold a second copy.
+        _consume(map(setattr, islice(nodes, 1, None), repeat("parent_id"), ids))
+        types = list(map(_get_type, nodes))
+        if types.count("message") == count:
+            _consume(map(setattr, nodes, repeat("type"), repeat("message")))
+        _consume(map(setattr, nodes, repeat("loader"), repeat(self._loader, count)))
+        _consume(map(setattr, nodes, repeat("held"), repeat(None, count)))
+        _consume(map(setattr, nodes, repeat("offset"), offsets))
+        _consume(map(setattr, nodes, repeat("length"), lengths))
+        _consume(map(setattr, nodes, repeat("element"), elements))
+        return types
 
     def _exact_line(self, text: bytes) -> None:
         state = self.state
