@@ -16,6 +16,7 @@ from typing import Any
 
 from sessiontree import jsjson
 from sessiontree.commit_queue import CommitQueue
+from sessiontree.dump import DumpInventory
 from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
@@ -473,6 +474,15 @@ class SqliteStorage:
         self._queue.check_open()
         with self._lock:
             return SqlReader(self.connection, self.session_id).stats()
+
+    def dump_inventory(self) -> DumpInventory:
+        """The value namespaces and list addresses with rows (:class:`~sessiontree.contracts.SupportsInventory`)."""
+        namespaces = self._rows("SELECT DISTINCT namespace FROM scalar_values WHERE session_id = ?", (self.session_id,))
+        addresses = self._rows("SELECT DISTINCT namespace, key FROM list_values WHERE session_id = ?", (self.session_id,))
+        return DumpInventory(
+            value_namespaces=frozenset(row[0] for row in namespaces),
+            list_addresses=frozenset((row[0], row[1]) for row in addresses),
+        )
 
 
 class SqlReaderLite:
