@@ -26,6 +26,15 @@ def sessiontree_dump(url: str, session_id: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+def dump_in_process(url: str, session_id: str) -> dict[str, Any]:
+    """What ``sessiontree dump URL --session ID`` prints, without starting a process."""
+    import sessiontree
+    from sessiontree.dump import dump_session, format_dump, inventory_of
+
+    with sessiontree.open_repo(url) as repo, repo.open(session_id) as session:
+        return json.loads(format_dump(dump_session(session, inventory=inventory_of(session))))
+
+
 def require_oracle() -> Path:
     """The pi oracle, or a skip saying what is missing."""
     oracle = pi_oracle()
