@@ -21,7 +21,7 @@ from sessiontree.fork import (
 )
 from sessiontree.model import ABSENT
 
-from .branch_index import append_entry, chain_from, locate, scan_rows
+from .branch_index import chain_from, locate, scan_rows
 
 __all__ = ["copy_fork"]
 
@@ -88,14 +88,19 @@ def copy_fork(
         rows = scan_rows(source, source_id, chain, columns, oldest_first=True, limit=None)  # type: ignore[assignment]
     else:
         rows = iter(())  # type: ignore[assignment]
-    messages = 0
-    insert = "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-    for row in rows:
-        entry_id, parent_id, seq, entry_type = row[0], row[1], row[2], row[3]
-        destination.execute(insert, (destination_id, *row))
-        append_entry(destination, destination_id, entry_id, parent_id, seq, entry_type)
-        if entry_type == "message":
-            messages += 1
+    counts = {"message": 0}
+
+    def stamped(source_rows: Any) -> Any:
+        for row in source_rows:
+            if row[3] == "message":
+                counts["message"] += 1
+            yield (destination_id, *row)
+
+    destination.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", stamped(rows))
+    if plan.scope == "tree":
+        _copy_tree_index(source, source_id, destination, destination_id)
+    elif plan.selected:
+        _index_chain(destination, destination_id)
     copied = is_entry_copied_by(plan)
     values = source.execute(
         "SELECT namespace, key, seq, value FROM scalar_values WHERE session_id = ? ORDER BY seq", (source_id,)
@@ -118,4 +123,40 @@ def copy_fork(
                 "INSERT INTO list_values (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)",
                 (destination_id, namespace, key, seq, jsjson.dumps(projected)),
             )
-    return next_seq, messages
+    return next_seq, counts["message"]
+
+
+def _copy_tree_index(source: sqlite3.Connection, source_id: str, destination: sqlite3.Connection, destination_id: str) -> None:
+    """Every entry was copied with its id and seq: the source's segments index the copy as they are."""
+    destination.executemany(
+        "INSERT INTO branch_meta VALUES (?, ?, ?, ?, ?, ?)",
+        ((destination_id, *row) for row in source.execute(
+            "SELECT branch_id, tip_entry_id, tip_seq, base_branch_id, base_seq FROM branch_meta WHERE session_id = ?",
+            (source_id,),
+        )),
+    )
+    destination.executemany(
+        "INSERT INTO branch_entries VALUES (?, ?, ?, ?, ?)",
+        ((destination_id, *row) for row in source.execute(
+            "SELECT branch_id, entry_id, entry_seq, entry_type FROM branch_entries WHERE session_id = ?",
+            (source_id,),
+        )),
+    )
+
+
+def _index_chain(destination: sqlite3.Connection, destination_id: str) -> None:
+    """A branch fork copies one root path: one segment, named after its root, holds it all."""
+    root, = destination.execute(
+        "SELECT id FROM entries WHERE session_id = ? AND parent_id IS NULL", (destination_id,)
+    ).fetchone()
+    tip, tip_seq = destination.execute(
+        "SELECT id, seq FROM entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (destination_id,)
+    ).fetchone()
+    destination.execute(
+        "INSERT INTO branch_meta VALUES (?, ?, ?, ?, NULL, NULL)", (destination_id, root, tip, tip_seq)
+    )
+    destination.execute(
+        "INSERT INTO branch_entries (session_id, branch_id, entry_id, entry_seq, entry_type)"
+        " SELECT session_id, ?, id, seq, type FROM entries WHERE session_id = ?",
+        (root, destination_id),
+    )

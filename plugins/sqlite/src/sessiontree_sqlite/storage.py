@@ -57,6 +57,10 @@ __all__ = ["SqlReader", "SqliteStorage", "slot_key"]
 
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
+ENTRY_CACHE_SIZE = 16_384
+"""Decoded entries a storage keeps (entries never change once written): a re-read of a recent branch
+decodes nothing. Bounded, so a long session is never held whole."""
+
 
 def slot_key(key: object) -> str:
     """The stored key of a value or list write: pi keys a write without a key as "undefined"."""
@@ -255,6 +259,7 @@ class SqliteStorage:
         self._queue = CommitQueue("SqliteStorage is closed")
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
         self._last_timestamp = 0
+        self._entries: dict[str, Entry] = {}  # id -> decoded entry, oldest first (ENTRY_CACHE_SIZE)
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
@@ -310,6 +315,9 @@ class SqliteStorage:
                     )
                 stats = write_prepared(connection, reader, prepared)
                 connection.execute("COMMIT")
+                for write in prepared.writes:
+                    if type(write) is EntryWrite:
+                        self._remember(write.entry)
             except sqlite3.Error as error:
                 rollback(connection)
                 raise StorageIOError(f"Failed to commit to {self.path}: {error}") from error
@@ -356,6 +364,25 @@ class SqliteStorage:
 
     # --- reads ---------------------------------------------------------------------------------
 
+    def _remember(self, entry: Entry) -> None:
+        entries = self._entries
+        if len(entries) >= ENTRY_CACHE_SIZE:
+            try:
+                del entries[next(iter(entries))]
+            except (KeyError, RuntimeError, StopIteration):
+                pass  # another reader's thread evicted at the same time: the cap still holds roughly
+        entries[entry.id] = entry
+
+    def _entry(self, row: tuple[Any, ...]) -> Entry:
+        """The entry of an ``ENTRY_COLUMNS`` row, decoded once (the seq guards against a session deleted
+        and created again under the same id by another process)."""
+        cached = self._entries.get(row[0])
+        if cached is not None and cached.seq == row[2]:
+            return cached
+        entry = decode_entry_row(row)
+        self._remember(entry)
+        return entry
+
     def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
         self._queue.check_open()
         with self._lock:
@@ -373,7 +400,7 @@ class SqliteStorage:
                     (self.session_id, *chunk),
                 ).fetchall()
                 for row in rows:
-                    found[row[0]] = decode_entry_row(row)
+                    found[row[0]] = self._entry(row)
         return {entry_id: found[entry_id] for entry_id in wanted if entry_id in found}
 
     def get_value(self, address: Address, *, check: bool = True) -> StoredValue | None:
@@ -437,7 +464,7 @@ class SqliteStorage:
             )
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
-        return [decode_entry_row(row) for row in self._scan(query, _SCAN_ENTRY_COLUMNS)]
+        return [self._entry(row) for row in self._scan(query, _SCAN_ENTRY_COLUMNS)]
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         return [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
@@ -457,7 +484,7 @@ class SqliteStorage:
             sql.append(" AND custom_type = ?")
             args.append(query.custom_type)
         _order_limit(sql, args, query.order, limit)
-        return [decode_entry_row(row) for row in self._rows("".join(sql), args)]
+        return [self._entry(row) for row in self._rows("".join(sql), args)]
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         query = query or UsageScan()
