@@ -45,7 +45,7 @@ def locate(connection: sqlite3.Connection, session_id: str, entry_id: str) -> tu
     """``(segment, seq)`` of the segment that holds ``entry_id`` as its own row (pi's choice: the highest
     tip, then the smallest segment id), or ``None``."""
     return connection.execute(
-        "SELECT b.branch_id, b.entry_seq FROM branch_entries b JOIN branch_meta m"
+        "SELECT b.branch_id, b.entry_seq FROM branch_entries b INDEXED BY ix_be_entry JOIN branch_meta m"
         " ON m.session_id = b.session_id AND m.branch_id = b.branch_id"
         " WHERE b.session_id = ? AND b.entry_id = ?"
         " AND b.entry_seq > COALESCE(m.base_seq, 0) AND b.entry_seq <= m.tip_seq"
