@@ -114,4 +114,8 @@ def test_pi_reads_what_sessiontree_wrote(layout: str, tmp_path: Path) -> None:
     tree = sessiontree_dump(url, "tree")
     assert tree["branches"]["deep"]["path"][-2:] == ["x1", "b1"]
     assert next(e for e in tree["entries"] if e["id"] == "x1")["unknownMember"] == [1, "two"]
+    fork = sessiontree_dump(url, "tree-fork")  # pi's own SQLite fork drops unknown members; ours keeps them
+    assert next(e for e in fork["entries"] if e["id"] == "x1")["unknownMember"] == [1, "two"]
+    assert [e["seq"] for e in fork["entries"]] == [e["seq"] for e in tree["entries"]]
+    assert fork["lists"] == tree["lists"]
     assert len(tree["usage"]) == 2 and tree["lists"] != []
