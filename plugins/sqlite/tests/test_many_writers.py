@@ -5,7 +5,6 @@ ready, both holding the same tip) before either starts: no sleeps."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,51 +14,18 @@ import pytest
 from sessiontree.plugins import get_registry
 from sessiontree.queries import EntryScan
 
+from plugins.jsonl.tests._piped_worker import PipedWorker, kill_leftover_workers
 from plugins.sqlite.tests._helpers import assert_same_session, pi_dump, sessiontree_dump
 
 WRITER = Path(__file__).with_name("_writer.py")
 COMMITS = 1000
 
 
-class Writer:
-    """One ``_writer.py`` process."""
-
-    def __init__(self, url: str, name: str) -> None:
-        self.name = name
-        self.process = subprocess.Popen(
-            [sys.executable, str(WRITER), url, "shared", name],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.read() == "ready"
-
-    def send(self, command: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-
-    def read(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            self.process.wait(timeout=60)
-            assert self.process.stderr is not None
-            raise AssertionError(f"writer {self.name} exited: {self.process.stderr.read()}")
-        return line.rstrip("\n")
-
-    def read_until_done(self) -> list[str]:
-        lines = []
-        while (line := self.read()) != "done":
-            lines.append(line)
-        return lines
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.send("quit")
-        _, err = self.process.communicate(timeout=120)
-        assert self.process.returncode == 0, err
+def start_writer(url: str, name: str) -> PipedWorker:
+    """A ready ``_writer.py`` process on the session ``shared``."""
+    worker = PipedWorker(name, [sys.executable, str(WRITER), url, "shared", name])
+    assert worker.read_line() == "ready"
+    return worker
 
 
 @pytest.fixture(params=["shared", "directory"])
@@ -69,6 +35,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         session.create_branch("main", None)
         repo.create(id="neighbour").close()  # another session in the same container stays untouched
     yield url
+    kill_leftover_workers()
 
 
 def main_path(url: str) -> tuple[list[str], list[str], list[str]]:
@@ -83,11 +50,11 @@ def main_path(url: str) -> tuple[list[str], list[str], list[str]]:
 
 
 def test_two_processes_appending_without_cas_store_every_append_on_one_linear_branch(url: str) -> None:
-    writers = [Writer(url, "a"), Writer(url, "b")]
+    writers = [start_writer(url, "a"), start_writer(url, "b")]
     for writer in writers:
         writer.send(f"append {COMMITS}")
     for writer in writers:
-        writer.read_until_done()
+        writer.read_until("done")
         writer.stop()
     path, entries, texts = main_path(url)
     assert sorted(texts) == sorted(f"{w}-{n}" for w in "ab" for n in range(COMMITS))
@@ -95,13 +62,13 @@ def test_two_processes_appending_without_cas_store_every_append_on_one_linear_br
 
 
 def test_two_processes_appending_with_expected_tip_keep_exactly_the_appends_that_succeeded(url: str) -> None:
-    writers = [Writer(url, "a"), Writer(url, "b")]
+    writers = [start_writer(url, "a"), start_writer(url, "b")]
     for writer in writers:  # both hold the same tip before either writes: one first append must lose
         writer.send("read")
-        assert writer.read() == "tip null"
+        assert writer.read_line() == "tip null"
     for writer in writers:
         writer.send(f"cas {COMMITS}")
-    replies = {writer.name: writer.read_until_done() for writer in writers}
+    replies = {writer.name: writer.read_until("done") for writer in writers}
     for writer in writers:
         writer.stop()
     succeeded = {line.split(" ")[1] for lines in replies.values() for line in lines if line.startswith("ok ")}
@@ -114,11 +81,11 @@ def test_two_processes_appending_with_expected_tip_keep_exactly_the_appends_that
 
 
 def test_the_database_two_writers_left_opens_in_pi(url: str, tmp_path: Path) -> None:
-    writers = [Writer(url, "a"), Writer(url, "b")]
+    writers = [start_writer(url, "a"), start_writer(url, "b")]
     for writer in writers:
         writer.send("append 50")
     for writer in writers:
-        writer.read_until_done()
+        writer.read_until("done")
         writer.stop()
     with get_registry().backend("sqlite", url=url).open_repo() as repo:
         database = Path(repo.path_for("shared"))

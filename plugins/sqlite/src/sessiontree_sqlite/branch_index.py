@@ -26,6 +26,8 @@ import attrs
 from sessiontree.errors import StorageFormatError, StorageValidationError
 from sessiontree.jsjson import template_string as js_string
 
+from .sql import add_filter
+
 __all__ = ["MAX_CHAIN", "Link", "append_entry", "chain_from", "locate"]
 
 MAX_CHAIN = 32
@@ -210,22 +212,12 @@ def scan_rows(
             " WHERE b.session_id = ? AND b.branch_id = ? AND b.entry_seq > ? AND b.entry_seq <= ?"
         ]
         args = base_args
-        if stop_seq is not None:
-            sql.append(f" AND b.entry_seq {stop_op} ?")
-            args.append(stop_seq)
-        if want_type is not None:
-            sql.append(" AND b.entry_type = ?")
-            args.append(want_type)
-        if want_custom is not None:
-            sql.append(" AND e.custom_type = ?")
-            args.append(want_custom)
-        if cursor is not None:
-            sql.append(f" AND b.entry_seq {cursor_op} ?")
-            args.append(cursor)
+        add_filter(sql, args, f" AND b.entry_seq {stop_op} ?", stop_seq)
+        add_filter(sql, args, " AND b.entry_type = ?", want_type)
+        add_filter(sql, args, " AND e.custom_type = ?", want_custom)
+        add_filter(sql, args, f" AND b.entry_seq {cursor_op} ?", cursor)
         sql.append(f" ORDER BY b.entry_seq {direction}")
-        if remaining is not None:
-            sql.append(" LIMIT ?")
-            args.append(remaining)
+        add_filter(sql, args, " LIMIT ?", remaining)
         for row in connection.execute("".join(sql), args):
             yield row
             if remaining is not None:

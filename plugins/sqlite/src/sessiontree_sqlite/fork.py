@@ -102,28 +102,23 @@ def copy_fork(
     elif plan.selected:
         _index_chain(destination, destination_id)
     copied = is_entry_copied_by(plan)
-    values = source.execute(
-        "SELECT namespace, key, seq, value FROM scalar_values WHERE session_id = ? ORDER BY seq", (source_id,)
-    )
-    for namespace, key, seq, text in values:
-        projected = project_fork_value(namespace, key, jsjson.loads(text), plan, copied)
-        if projected is not DROP:
-            destination.execute(
-                "INSERT INTO scalar_values (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)",
-                (destination_id, namespace, key, seq, jsjson.dumps(projected)),
-            )
-    elements = source.execute(
-        "SELECT namespace, key, seq, value FROM list_values WHERE session_id = ? ORDER BY namespace, key, seq",
-        (source_id,),
-    )
-    for namespace, key, seq, text in elements:
-        projected = project_fork_value(namespace, key, jsjson.loads(text), plan, copied)
-        if projected is not DROP:
-            destination.execute(
-                "INSERT INTO list_values (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)",
-                (destination_id, namespace, key, seq, jsjson.dumps(projected)),
-            )
+    for table, order in (("scalar_values", "seq"), ("list_values", "namespace, key, seq")):
+        stored = source.execute(
+            f"SELECT namespace, key, seq, value FROM {table} WHERE session_id = ? ORDER BY {order}", (source_id,)
+        )
+        destination.executemany(
+            f"INSERT INTO {table} (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)",
+            _projected(stored, destination_id, plan, copied),
+        )
     return next_seq, counts["message"]
+
+
+def _projected(stored: Any, destination_id: str, plan: ForkPlan, copied: Any) -> Any:
+    """The destination rows of the values or list elements a fork keeps (pi's fork policy), seqs kept."""
+    for namespace, key, seq, text in stored:
+        projected = project_fork_value(namespace, key, jsjson.loads(text), plan, copied)
+        if projected is not DROP:
+            yield destination_id, namespace, key, seq, jsjson.dumps(projected)
 
 
 def _copy_tree_index(source: sqlite3.Connection, source_id: str, destination: sqlite3.Connection, destination_id: str) -> None:

@@ -40,6 +40,7 @@ from sessiontree.usage import add_usage, summable_usage
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 from .branch_index import append_entry, scan_rows, start_chain
+from .sql import add_filter
 from .codec import (
     ENTRY_COLUMNS,
     STRUCTURE_COLUMNS,
@@ -477,12 +478,8 @@ class SqliteStorage:
         sql = [f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?"]
         args: list[Any] = [self.session_id]
         _seq_range(sql, args, query.from_seq, query.to_seq)
-        if query.type is not None:
-            sql.append(" AND type = ?")
-            args.append(query.type)
-        if query.custom_type is not None:
-            sql.append(" AND custom_type = ?")
-            args.append(query.custom_type)
+        add_filter(sql, args, " AND type = ?", query.type)
+        add_filter(sql, args, " AND custom_type = ?", query.custom_type)
         _order_limit(sql, args, query.order, limit)
         return [self._entry(row) for row in self._rows("".join(sql), args)]
 
@@ -523,19 +520,13 @@ class SqlReaderLite:
 
 
 def _seq_range(sql: list[str], args: list[Any], from_seq: int | None, to_seq: int | None) -> None:
-    if from_seq is not None:
-        sql.append(" AND seq >= ?")
-        args.append(from_seq)
-    if to_seq is not None:
-        sql.append(" AND seq <= ?")
-        args.append(to_seq)
+    add_filter(sql, args, " AND seq >= ?", from_seq)
+    add_filter(sql, args, " AND seq <= ?", to_seq)
 
 
 def _order_limit(sql: list[str], args: list[Any], order: str, limit: int | None) -> None:
     sql.append(" ORDER BY seq DESC" if order == "desc" else " ORDER BY seq ASC")
-    if limit is not None:
-        sql.append(" LIMIT ?")
-        args.append(limit)
+    add_filter(sql, args, " LIMIT ?", limit)
 
 
 def next_prefix_boundary(prefix: str) -> str | None:
