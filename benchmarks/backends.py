@@ -40,9 +40,13 @@ class BenchBackend:
         return {"cwd": "/bench"} if takes_cwd else {}
 
 
+# A URL suffix picking the layout pi's benchmark uses: SQLite's one database file per session.
+_LAYOUT_SUFFIX = {"sqlite": "/"}
+
+
 def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchBackend:
     def open_repo(directory: Path) -> SessionRepo:
-        url = local_path_url(name, directory / "repo") if persistent else f"{name}://"
+        url = local_path_url(name, directory / "repo") + _LAYOUT_SUFFIX.get(name, "") if persistent else f"{name}://"
         return registry.open_repo(url)
 
     return BenchBackend(name=name, persistent=persistent, open_repo=open_repo)

@@ -420,3 +420,12 @@ def test_strace_summary_counts_fsync_and_fdatasync_calls() -> None:
 100.00    0.010000          90       110         2 total
 """
     assert _strace_calls(summary) == 110
+
+
+def test_the_divergence_workload_runs_on_every_backend() -> None:
+    from benchmarks.backends import discover_backends
+    from benchmarks.diverge import SCENARIO, measure_divergence
+
+    for backend in discover_backends():
+        row = measure_divergence(backend, 30, 3)
+        assert (row.backend, row.scenario, row.n) == (backend.name, SCENARIO, 3)

@@ -131,12 +131,18 @@ def test_the_installed_memory_plugin_is_listed_with_its_capabilities() -> None:
 
 
 def test_backends_all_adds_uninstalled_project_backends_with_install_hints() -> None:
+    from sessiontree.plugins.known import KNOWN_BACKENDS
+
+    installed = set(by_name(listing(None)["backends"]))
     entries = by_name(listing(None, "--all")["backends"])
-    assert entries["sqlite"]["installed"] is False
-    assert entries["sqlite"]["install_hint"] == "pip install sessiontree-sqlite"
-    assert entries["objstore"]["distribution"] == "sessiontree-fsspec-remote"
-    assert entries["memory"]["installed"] is True
-    assert "sqlite" not in by_name(listing(None)["backends"])
+    assert set(entries) == installed | set(KNOWN_BACKENDS)
+    missing = set(KNOWN_BACKENDS) - installed
+    assert missing, "every project backend is installed: nothing left to list as uninstalled"
+    for name in missing:
+        assert entries[name]["installed"] is False
+        assert entries[name]["install_hint"] == KNOWN_BACKENDS[name].install_hint
+        assert entries[name]["distribution"] == KNOWN_BACKENDS[name].distribution
+    assert entries["memory"]["installed"] is True and entries["sqlite"]["installed"] is True
 
 
 def test_the_memory_backend_is_resolved_through_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The README's runtime loop ("Using it") runs, as written there, on the memory and JSONL backends.
+"""The README's runtime loop ("Using it") runs, as written there, on the memory, JSONL and SQLite backends.
 
 The code block is read from README.md at test time, so the README and this test cannot drift; only the
 ``URL = "memory://"`` line is swapped for the backend under test.
@@ -61,6 +61,20 @@ def test_the_loop_runs_on_jsonl_and_its_sessions_persist(tmp_path: Path) -> None
         forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         assert len(forks) == 1
         with repo.open(forks[0].id) as retry:
+            contents = [message["content"] for message in retry.context("main")]
+            assert contents[0] == "hello" and contents[-1] == "say more"
+
+
+@pytest.mark.parametrize("layout", ["sessions.sqlite", "sessions/"])
+def test_the_loop_runs_on_sqlite_and_its_sessions_persist(layout: str, tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/{layout}"
+    session_id = run_loop(url)["session_id"]
+    with sessiontree.open_repo(url) as repo:
+        with repo.open(session_id) as session:
+            assert [message["role"] for message in session.context("main")] == ["user", "assistant", "user"]
+            assert session.get_value(lane_state("main")) is not None
+        (fork,) = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
+        with repo.open(fork.id) as retry:
             contents = [message["content"] for message in retry.context("main")]
             assert contents[0] == "hello" and contents[-1] == "say more"
 

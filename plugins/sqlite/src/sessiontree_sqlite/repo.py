@@ -1,0 +1,479 @@
+"""``SqliteSessionRepo``: sessions in one shared SQLite container or one database file per session
+(pi's ``sqlite/repo.js``, pi-formats §8.9-8.10).
+
+Beyond pi: the owner of a session (:mod:`sessiontree.owners`) is kept in ``sessions.metadata`` (a JSON
+object pi leaves alone); a fork streams rows from one read transaction instead of building a snapshot
+in memory, keeps unknown entry members, list elements and seqs (as memory and JSONL do); ``close()``
+closes every session it opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, Literal
+
+from sessiontree import jsjson
+from sessiontree.admission import notify_admitted
+from sessiontree.arguments import check_create_arguments
+from sessiontree.contracts import ForkOptions
+from sessiontree.errors import (
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionOpenError,
+    StorageClosedError,
+    StorageIOError,
+    StorageValidationError,
+)
+from sessiontree.ids import uuidv7
+from sessiontree.kit.state_storage import wall_clock_ms
+from sessiontree.model import JsonValue, SessionMetadata
+from sessiontree.owners import OWNER_KEY, OwnedRepo, Owner, owner_extra
+from sessiontree.session import StorageBackedSession
+from sessiontree.usage import empty_usage
+
+from .codec import encode_usage_payload
+from .database import Durability, connect
+from .fork import copy_fork
+from .naming import SESSION_SUFFIX, session_file_name
+from .schema import migrate
+from .storage import SqliteStorage, rollback
+
+__all__ = ["Layout", "SqliteSessionRepo"]
+
+Layout = Literal["shared", "directory"]
+
+_SIDECARS = ("-wal", "-shm", "-journal")
+_ROW = "id, created_at, parent_session_id, storage_version, metadata"
+
+
+class SqliteSessionRepo:
+    """A :class:`~sessiontree.contracts.SessionRepo` over SQLite.
+
+    :param location: the shared container file (``layout="shared"``) or the directory holding one
+        ``<id>.sqlite`` per session (``layout="directory"``, pi's default).
+    :param now: the clock (Unix ms) for ``createdAt`` and commit timestamps.
+    :param durability: ``"process"`` (``synchronous=NORMAL``) or ``"fsync"`` (``synchronous=FULL``).
+    """
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        layout: Layout,
+        now: Callable[[], int] | None = None,
+        durability: Durability = "process",
+    ) -> None:
+        self.location = os.path.abspath(os.fspath(location))
+        self.layout: Layout = layout
+        self.now: Callable[[], int] = now or wall_clock_ms
+        self.durability: Durability = durability
+        self._lock = threading.Lock()
+        self._open: dict[str, StorageBackedSession] = {}
+        self._pending: set[str] = set()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SqliteSessionRepo({self.location!r}, layout={self.layout!r})"
+
+    # --- places ----------------------------------------------------------------------------------
+
+    def path_for(self, session_id: str) -> str:
+        """The database file that holds (or would hold) session ``session_id``."""
+        if self.layout == "shared":
+            return self.location
+        return os.path.join(self.location, session_file_name(session_id))
+
+    def _database_paths(self) -> list[str]:
+        if self.layout == "shared":
+            return [self.location] if os.path.isfile(self.location) else []
+        try:
+            names = sorted(os.listdir(self.location))
+        except FileNotFoundError:
+            return []
+        return [os.path.join(self.location, name) for name in names if name.endswith(SESSION_SUFFIX)]
+
+    # --- reservations ------------------------------------------------------------------------------
+
+    def _assert_open(self) -> None:
+        if self._closed:
+            raise StorageClosedError("SqliteSessionRepo is closed")
+
+    @contextlib.contextmanager
+    def _reserved(self, session_id: str, *, creating: bool) -> Any:
+        with self._lock:
+            if session_id in self._open or session_id in self._pending:
+                if creating:
+                    raise SessionExistsError(f"Session already exists: {session_id}")
+                raise SessionOpenError(f"Session is already open: {session_id}")
+            self._pending.add(session_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pending.discard(session_id)
+
+    def _writable(self, path: str, *, create: bool) -> sqlite3.Connection:
+        connection = connect(path, "create" if create else "existing", self.durability)
+        try:
+            migrate(connection, path)
+        except sqlite3.Error as error:
+            connection.close()
+            raise StorageIOError(f"Failed to migrate SQLite database {path}: {error}") from error
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _publish(self, metadata: SessionMetadata, connection: sqlite3.Connection) -> StorageBackedSession:
+        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now)
+        session_id = metadata.id
+        session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(session_id))
+        with self._lock:
+            self._open[session_id] = session
+        return session
+
+    def _forget(self, session_id: str) -> None:
+        with self._lock:
+            self._open.pop(session_id, None)
+
+    # --- create ----------------------------------------------------------------------------------
+
+    def create(
+        self, *, id: str | None = None, parent_session_id: str | None = None, cwd: str | None = None
+    ) -> StorageBackedSession:
+        """Create an empty session and return it open. ``cwd`` is accepted and not stored (as in pi)."""
+        return self._create(id, parent_session_id, cwd, None)
+
+    def create_owned(
+        self, owner: Owner, *, id: str | None = None, cwd: str | None = None, parent_session_id: str | None = None
+    ) -> StorageBackedSession:
+        """:meth:`create`, with ``owner`` in ``sessions.metadata``."""
+        return self._create(id, parent_session_id, cwd, owner)
+
+    def _create(
+        self, session_id: str | None, parent_session_id: str | None, cwd: str | None, owner: Owner | None
+    ) -> StorageBackedSession:
+        self._assert_open()
+        check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
+        created_at = self.now()
+        session_id = session_id if session_id is not None else uuidv7(created_at)
+        extra: dict[str, JsonValue] = {} if owner is None else {OWNER_KEY: owner.to_json()}
+        with self._reserved(session_id, creating=True):
+            notify_admitted()
+            path = self.path_for(session_id)
+            with self._new_database(path, session_id) as connection:
+                self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
+                metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
+                return self._publish(metadata, connection)
+
+    @contextlib.contextmanager
+    def _new_database(self, path: str, session_id: str) -> Any:
+        """A writable connection to the database the new session goes in (a new file in the
+        per-session layout: refused when it exists), removed again if the block fails."""
+        created = False
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if self.layout == "directory":
+            try:
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                raise SessionExistsError(f"Session already exists: {session_id}") from None
+            created = True
+        connection: sqlite3.Connection | None = None
+        try:
+            connection = self._writable(path, create=True)
+            yield connection
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            if created:
+                _remove_database(path)
+            raise
+
+    def _insert_session(
+        self,
+        connection: sqlite3.Connection,
+        session_id: str,
+        created_at: int,
+        parent_session_id: str | None,
+        extra: dict[str, JsonValue],
+        next_seq: int,
+        message_count: int,
+        *,
+        begin: bool = True,
+    ) -> None:
+        """Insert the session row (its own ``BEGIN IMMEDIATE`` transaction unless ``begin=False``)."""
+        if begin:
+            connection.execute("BEGIN IMMEDIATE")
+        try:
+            exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if exists is not None:
+                raise SessionExistsError(f"Session already exists: {session_id}")
+            connection.execute(
+                "INSERT INTO sessions (id, created_at, parent_session_id, storage_version, metadata,"
+                " message_count, usage_payload, next_seq) VALUES (?, ?, ?, 1, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    created_at,
+                    parent_session_id,
+                    jsjson.dumps(extra) if extra else None,
+                    message_count,
+                    encode_usage_payload(empty_usage()),
+                    next_seq,
+                ),
+            )
+            if begin:
+                connection.execute("COMMIT")
+        except BaseException:
+            if begin:
+                rollback(connection)
+            raise
+
+    # --- open / list -----------------------------------------------------------------------------
+
+    def _stored_path(self, metadata: SessionMetadata | str) -> tuple[str, str]:
+        """``(id, path)`` of a session of this repository; metadata naming another file is refused."""
+        session_id = metadata if isinstance(metadata, str) else metadata.id
+        path = self.path_for(session_id)
+        given = None if isinstance(metadata, str) else metadata.path
+        if given is not None and os.path.realpath(given) != os.path.realpath(path):
+            raise SessionNotFoundError(f"SQLite session metadata path is outside this repository: {given}")
+        return session_id, path
+
+    def open(self, metadata: SessionMetadata | str) -> StorageBackedSession:
+        """Open a stored session by id or metadata. Never creates a database; refuses one already open,
+        an unknown id (:class:`SessionNotFoundError`) and a newer storage version."""
+        self._assert_open()
+        session_id, path = self._stored_path(metadata)
+        with self._reserved(session_id, creating=False):
+            if not os.path.isfile(path):
+                raise SessionNotFoundError(f"Unknown session: {session_id}")
+            connection = self._writable(path, create=False)
+            try:
+                stored = _read_metadata(connection, session_id, path)
+                if stored is None:
+                    raise SessionNotFoundError(f"Unknown session: {session_id}")
+                _check_storage_version(stored)
+                return self._publish(stored, connection)
+            except BaseException:
+                connection.close()
+                raise
+
+    def list(self, **_options: Any) -> list[SessionMetadata]:
+        """Every readable session, newest first (then by id); unreadable files are skipped (as pi)."""
+        self._assert_open()
+        found: list[SessionMetadata] = []
+        for path in self._database_paths():
+            try:
+                found.extend(m for m in _read_all_metadata(path) if m.storage_version == 1)
+            except (sqlite3.Error, StorageIOError, ValueError):
+                continue
+        found.sort(key=lambda m: (-m.created_at, m.id))
+        return found
+
+    def stored_sessions(self, ref: SessionMetadata | str) -> list[SessionMetadata]:
+        """The stored metadata of the session ``ref`` names (:class:`~sessiontree.owners.SupportsOwners`)."""
+        self._assert_open()
+        try:
+            session_id, path = self._stored_path(ref)
+        except SessionNotFoundError:
+            return []
+        if not os.path.isfile(path):
+            return []
+        try:
+            connection = connect(path, "readonly")
+        except StorageIOError:
+            return []
+        try:
+            stored = _read_metadata(connection, session_id, path)
+        except sqlite3.Error:
+            return []
+        finally:
+            connection.close()
+        return [] if stored is None else [stored]
+
+    def for_owner(self, owner: Owner) -> OwnedRepo:
+        """A view of this repository that sees only ``owner``'s sessions (:mod:`sessiontree.owners`)."""
+        return OwnedRepo(self, owner)
+
+    # --- delete ----------------------------------------------------------------------------------
+
+    def delete(self, metadata: SessionMetadata | str) -> None:
+        """Delete a closed session: its rows (shared container) or its database file."""
+        self._assert_open()
+        session_id, path = self._stored_path(metadata)
+        with self._lock:
+            if session_id in self._open or session_id in self._pending:
+                raise SessionOpenError(f"Session is open: {session_id}")
+        with self._reserved(session_id, creating=False):
+            if not os.path.isfile(path):
+                raise SessionNotFoundError(f"Unknown session: {session_id}")
+            connection = self._writable(path, create=False)
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    if _read_metadata(connection, session_id, path) is None:
+                        raise SessionNotFoundError(f"Unknown session: {session_id}")
+                    if self.layout == "shared":
+                        for table in _SESSION_TABLES:
+                            connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                        connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                    connection.execute("COMMIT")
+                except BaseException:
+                    rollback(connection)
+                    raise
+            finally:
+                connection.close()
+            if self.layout == "directory":
+                _remove_database(path)
+
+    # --- fork ------------------------------------------------------------------------------------
+
+    def fork(self, source: SessionMetadata | str, options: ForkOptions) -> StorageBackedSession:
+        """Copy a branch or the whole tree of ``source`` (open or closed; its metadata may name a
+        database outside this repository, read read-only) into a new open session of this repository,
+        streamed from one read transaction. The source's owner goes with it."""
+        self._assert_open()
+        source_id = source if isinstance(source, str) else source.id
+        source_path = self.path_for(source_id) if isinstance(source, str) or source.path is None else source.path
+        if not os.path.isfile(source_path):
+            raise SessionNotFoundError(f"Unknown session: {source_id}")
+        created_at = self.now()
+        destination_id = options.id if options.id is not None else uuidv7(created_at)
+        with self._reserved(destination_id, creating=True):
+            reader = connect(source_path, "readonly")
+            try:
+                reader.execute("BEGIN")
+                stored = self._fork_snapshot(reader, source_id, source_path)
+                if stored is None:
+                    raise SessionNotFoundError(f"Unknown session: {source_id}")
+                _check_storage_version(stored)
+                extra = owner_extra(stored.extra)
+                path = self.path_for(destination_id)
+                with self._new_database(path, destination_id) as connection:
+                    connection.execute("BEGIN IMMEDIATE")
+                    try:
+                        self._insert_session(
+                            connection, destination_id, created_at, source_id, extra, 1, 0, begin=False
+                        )
+                        next_seq, messages = copy_fork(reader, source_id, connection, destination_id, options)
+                        connection.execute(
+                            "UPDATE sessions SET next_seq = ?, message_count = ? WHERE id = ?",
+                            (next_seq, messages, destination_id),
+                        )
+                        connection.execute("COMMIT")
+                    except BaseException:
+                        rollback(connection)
+                        raise
+                    metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
+                    return self._publish(metadata, connection)
+            finally:
+                rollback(reader)
+                reader.close()
+
+    def _fork_snapshot(self, reader: sqlite3.Connection, source_id: str, path: str) -> SessionMetadata | None:
+        """Start ``reader``'s snapshot: on the source's commit queue when this repository has it open
+        (the fork sees exactly the commits admitted before it), else now."""
+        with self._lock:
+            session = self._open.get(source_id)
+        storage = None if session is None else session.storage
+        if isinstance(storage, SqliteStorage) and os.path.realpath(storage.path) == os.path.realpath(path):
+            return storage.run_ordered(lambda: _read_metadata(reader, source_id, path))  # type: ignore[no-any-return]
+        notify_admitted()
+        return _read_metadata(reader, source_id, path)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every session this repository opened; later calls are refused. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            sessions = list(self._open.values())
+        errors: list[BaseException] = []
+        for session in sessions:
+            try:
+                session.close()
+            except BaseException as error:  # noqa: BLE001 - every session gets its close attempt
+                errors.append(error)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ExceptionGroup("Failed to close SQLite sessions", errors)  # type: ignore[type-arg]
+
+    def __enter__(self) -> SqliteSessionRepo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_SESSION_TABLES = (
+    "entries",
+    "scalar_values",
+    "list_values",
+    "usage_ledger",
+    "branch_entries",
+    "branch_meta",
+    "sessiontree_commits",
+)
+
+
+def _metadata(
+    session_id: str,
+    created_at: int,
+    parent_session_id: str | None,
+    storage_version: int,
+    extra: dict[str, JsonValue],
+    path: str,
+) -> SessionMetadata:
+    return SessionMetadata(
+        id=session_id,
+        created_at=created_at,
+        storage_version=storage_version,
+        parent_session_id=parent_session_id,
+        path=os.path.realpath(path),
+        extra=extra,
+    )
+
+
+def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
+    session_id, created_at, parent_session_id, storage_version, stored = row
+    extra: dict[str, JsonValue] = {}
+    if stored is not None:
+        decoded = jsjson.loads(stored)
+        if type(decoded) is not dict:
+            raise StorageValidationError(f"SQLite session {session_id} has metadata that is not a JSON object")
+        extra = decoded
+    return _metadata(session_id, created_at, parent_session_id, storage_version, extra, path)
+
+
+def _read_metadata(connection: sqlite3.Connection, session_id: str, path: str) -> SessionMetadata | None:
+    row = connection.execute(f"SELECT {_ROW} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else _metadata_of_row(row, path)
+
+
+def _read_all_metadata(path: str) -> list[SessionMetadata]:
+    connection = connect(path, "readonly")
+    try:
+        return [_metadata_of_row(row, path) for row in connection.execute(f"SELECT {_ROW} FROM sessions")]
+    finally:
+        connection.close()
+
+
+def _check_storage_version(metadata: SessionMetadata) -> None:
+    version = metadata.storage_version
+    if version > 1:
+        raise StorageValidationError(f"SQLite session storage version {version} is newer than 1")
+    if version < 1:
+        raise StorageValidationError(f"SQLite session storage version {version} requires migrations")
+
+
+def _remove_database(path: str) -> None:
+    for suffix in ("", *_SIDECARS):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path + suffix)

@@ -1,0 +1,120 @@
+"""The database schema and its versions: pi 0.87.1's tables plus sessiontree's commit log.
+
+pi runs its schema (``001_initial.sql``, reproduced byte for byte in ``pi_schema.sql`` so that
+``sqlite_master`` holds exactly pi's objects) on every create and keeps ``PRAGMA user_version`` at 0.
+sessiontree numbers its migrations instead: ``user_version`` is the number of migrations applied, each
+runs in one ``BEGIN IMMEDIATE`` transaction that also sets the version, so a crash or a second process
+never sees half of one. A database pi wrote (version 0, pi's tables present) takes the same path: the
+first migration's statements are ``IF NOT EXISTS``, so they only add what is missing.
+
+Migration bookkeeping is ``user_version`` alone (pi never reads it). The only object beyond pi's is the
+``sessiontree_commits`` table (the seq range of every commit, for idempotent retries); pi ignores it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from importlib import resources
+
+import attrs
+
+from sessiontree.errors import StorageFormatError
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate", "pi_schema_statements", "schema_version"]
+
+
+def _split_statements(script: str) -> list[str]:
+    """The complete SQL statements of ``script``, in order (trigger bodies hold inner ``;``)."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        raise StorageFormatError(f"Incomplete SQL statement in the schema: {pending.strip()[:60]!r}")
+    return statements
+
+
+_CREATE = re.compile(r"^CREATE (TABLE|INDEX|UNIQUE INDEX|TRIGGER) ")
+
+
+def pi_schema_statements() -> list[str]:
+    """pi's schema statements, each ``IF NOT EXISTS``: SQLite stores a statement's text from the object
+    name on, so ``sqlite_master`` reads exactly as in a database pi created."""
+    script = resources.files(__package__).joinpath("pi_schema.sql").read_text(encoding="utf-8")
+    return [_CREATE.sub(r"CREATE \1 IF NOT EXISTS ", statement) for statement in _split_statements(script)]
+
+
+_COMMITS_TABLE = """CREATE TABLE IF NOT EXISTS sessiontree_commits (
+	session_id TEXT NOT NULL,
+	first_seq INTEGER NOT NULL,
+	end_seq INTEGER NOT NULL,
+	id_count INTEGER NOT NULL,
+	PRIMARY KEY (session_id, first_seq)
+) WITHOUT ROWID"""
+
+
+@attrs.frozen
+class Migration:
+    """One schema step: a name and the statements it runs."""
+
+    name: str
+    statements: Callable[[], list[str]]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("001_pi_initial", pi_schema_statements),
+    Migration("002_sessiontree_commits", lambda: [_COMMITS_TABLE]),
+)
+"""Every migration in order; ``user_version`` counts those applied."""
+
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def schema_version(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_version(version: int, path: str) -> None:
+    if version > LATEST_VERSION:
+        raise StorageFormatError(
+            f"SQLite database {path} has schema version {version}, newer than this sessiontree knows "
+            f"({LATEST_VERSION}); upgrade sessiontree-sqlite"
+        )
+
+
+def migrate(connection: sqlite3.Connection, path: str) -> list[str]:
+    """Bring the database to :data:`LATEST_VERSION`, one transaction per migration; the names applied.
+
+    The connection must be in autocommit mode (``isolation_level=None``)."""
+    applied: list[str] = []
+    version = schema_version(connection)
+    check_version(version, path)
+    while version < LATEST_VERSION:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            version = schema_version(connection)  # another process may have migrated meanwhile
+            check_version(version, path)
+            if version < LATEST_VERSION:
+                migration = MIGRATIONS[version]
+                for statement in migration.statements():
+                    connection.execute(statement)
+                version += 1
+                connection.execute(f"PRAGMA user_version = {version}")
+                applied.append(migration.name)
+            connection.execute("COMMIT")
+        except BaseException:
+            _rollback(connection)
+            raise
+    return applied
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    try:
+        connection.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # already rolled back by SQLite (a failed COMMIT or a busy abort)

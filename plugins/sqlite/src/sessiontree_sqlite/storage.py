@@ -1,0 +1,543 @@
+"""``SqliteStorage``: one session of a SQLite database; every read is an index query, every commit one
+``BEGIN IMMEDIATE`` transaction that validates with the kit's validator over SQL reads.
+
+Nothing of the session is held in memory: a commit reads the seq allocator (``sessions.next_seq``) and
+whatever the validator asks (:class:`SqlReader`) inside its write transaction, so writers in other
+processes are always seen, and a stale precondition fails with a conflict instead of a corrupt tree.
+One connection per storage; reads and the commit transaction take turns on it, so a read never sees half
+of a commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from typing import Any
+
+from sessiontree import jsjson
+from sessiontree.commit_queue import CommitQueue
+from sessiontree.dump import DumpInventory
+from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
+from sessiontree.expectations import Expectations
+from sessiontree.jsjson import safe_integer
+from sessiontree.kit import PreparedCommit, prepare_commit
+from sessiontree.kit.state_storage import wall_clock_ms
+from sessiontree.model import (
+    ABSENT,
+    Absent,
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    JsonValue,
+    ListElement,
+    SessionStats,
+    StoredValue,
+    UsageRow,
+)
+from sessiontree.queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.usage import add_usage, summable_usage
+from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
+
+from .branch_index import append_entry, scan_rows, start_chain
+from .sql import add_filter
+from .codec import (
+    ENTRY_COLUMNS,
+    STRUCTURE_COLUMNS,
+    USAGE_COLUMNS,
+    decode_entry_row,
+    decode_structure_row,
+    decode_usage_payload,
+    decode_usage_row,
+    encode_entry_row,
+    encode_usage_payload,
+    encode_usage_row,
+)
+
+__all__ = ["SqlReader", "SqliteStorage", "slot_key"]
+
+_CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+
+ENTRY_CACHE_SIZE = 16_384
+"""Decoded entries a storage keeps (entries never change once written): a re-read of a recent branch
+decodes nothing. Bounded, so a long session is never held whole."""
+
+
+def slot_key(key: object) -> str:
+    """The stored key of a value or list write: pi keys a write without a key as "undefined"."""
+    return "undefined" if key is ABSENT else key  # type: ignore[return-value]
+
+
+def _slice_limit(limit: object) -> int | None:
+    from sessiontree.engine.reads import slice_limit
+
+    return slice_limit(limit)
+
+
+def _entry_prefixed(columns: str) -> str:
+    return ", ".join(f"e.{column.strip()}" for column in columns.split(","))
+
+
+_SCAN_ENTRY_COLUMNS = _entry_prefixed(ENTRY_COLUMNS)
+_SCAN_STRUCTURE_COLUMNS = _entry_prefixed(STRUCTURE_COLUMNS)
+
+
+class SqlReader:
+    """What the commit validator reads (:class:`sessiontree.kit.CommitReader`), as SQL on the
+    connection of a running transaction. Also reads the session row: stats and the seq allocator."""
+
+    def __init__(self, connection: sqlite3.Connection, session_id: str) -> None:
+        self.connection = connection
+        self.session_id = session_id
+        row = connection.execute(
+            "SELECT next_seq, message_count, usage_payload FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise StorageValidationError(f"Unknown SQLite session: {session_id}")
+        self.next_seq: int = row[0]
+        self.message_count: int = row[1]
+        self.usage_payload: str = row[2]
+
+    def stats(self) -> SessionStats:
+        return SessionStats(message_count=self.message_count, usage=decode_usage_payload(self.usage_payload))
+
+    def has_entry(self, entry_id: str) -> bool:
+        return (
+            self.connection.execute(
+                "SELECT 1 FROM entries WHERE session_id = ? AND id = ?", (self.session_id, entry_id)
+            ).fetchone()
+            is not None
+        )
+
+    def has_usage(self, row_id: str) -> bool:
+        return (
+            self.connection.execute(
+                "SELECT 1 FROM usage_ledger WHERE session_id = ? AND id = ?", (self.session_id, row_id)
+            ).fetchone()
+            is not None
+        )
+
+    def holds_any_id(self, ids: Set[str]) -> bool:
+        listed = [i for i in ids if type(i) is str]
+        for start in range(0, len(listed), _CHUNK):
+            chunk = listed[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found = self.connection.execute(
+                f"SELECT 1 FROM entries WHERE session_id = ? AND id IN ({marks})"
+                f" UNION ALL SELECT 1 FROM usage_ledger WHERE session_id = ? AND id IN ({marks}) LIMIT 1",
+                (self.session_id, *chunk, self.session_id, *chunk),
+            ).fetchone()
+            if found is not None:
+                return True
+        return False
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        row = self.connection.execute(
+            "SELECT seq, value FROM scalar_values WHERE session_id = ? AND namespace = ? AND key = ?",
+            (self.session_id, address.namespace, address.key),
+        ).fetchone()
+        return None if row is None else StoredValue(address=address, value=jsjson.loads(row[1]), seq=row[0])
+
+    def stored_entry(self, entry_id: str) -> Entry | None:
+        row = self.connection.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND id = ?", (self.session_id, entry_id)
+        ).fetchone()
+        return None if row is None else decode_entry_row(row)
+
+    def stored_usage(self, row_id: str) -> UsageRow | None:
+        row = self.connection.execute(
+            f"SELECT {USAGE_COLUMNS} FROM usage_ledger WHERE session_id = ? AND id = ?", (self.session_id, row_id)
+        ).fetchone()
+        return None if row is None else decode_usage_row(row)
+
+    def commit_of(self, seq: int) -> tuple[int, int, int] | None:
+        try:
+            row = self.connection.execute(
+                "SELECT first_seq, end_seq, id_count FROM sessiontree_commits"
+                " WHERE session_id = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
+                (self.session_id, seq),
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return None  # a database pi wrote, opened read-only: no commit log
+        if row is None or seq >= row[1]:
+            return None
+        return row[0], row[1], row[2]
+
+
+def write_prepared(connection: sqlite3.Connection, reader: SqlReader, prepared: PreparedCommit) -> SessionStats:
+    """Store a validated commit's rows, index its entries and update the session row (inside the
+    transaction ``reader`` read in); returns the stats after it."""
+    session_id = reader.session_id
+    execute = connection.execute
+    messages = reader.message_count
+    usage = None
+    ids = 0
+    for write in prepared.writes:
+        kind = type(write)
+        if kind is EntryWrite:
+            entry = write.entry  # type: ignore[union-attr]
+            execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", encode_entry_row(session_id, entry))
+            append_entry(connection, session_id, entry.id, entry.parent_id, entry.seq, entry.type)
+            if entry.type == "message":
+                messages += 1
+            ids += 1
+        elif kind is UsageWrite:
+            row = write.row  # type: ignore[union-attr]
+            execute("INSERT INTO usage_ledger VALUES (?, ?, ?, ?, ?, ?, ?)", encode_usage_row(session_id, row))
+            if usage is None:
+                usage = decode_usage_payload(reader.usage_payload)
+            usage = add_usage(usage, summable_usage(row.usage))
+            ids += 1
+        elif kind is ValueSet:
+            execute(
+                "INSERT INTO scalar_values (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (session_id, namespace, key) DO UPDATE SET seq = excluded.seq, value = excluded.value",
+                (session_id, write.namespace, slot_key(write.key), write.seq, jsjson.dumps(write.value)),  # type: ignore[union-attr]
+            )
+        elif kind is ValueDelete:
+            execute(
+                "DELETE FROM scalar_values WHERE session_id = ? AND namespace = ? AND key = ?",
+                (session_id, write.namespace, slot_key(write.key)),  # type: ignore[union-attr]
+            )
+        elif kind is ListAppend:
+            execute(
+                "INSERT INTO list_values (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)",
+                (session_id, write.namespace, slot_key(write.key), write.seq, jsjson.dumps(write.value)),  # type: ignore[union-attr]
+            )
+        elif kind is ListDelete:
+            execute(
+                "DELETE FROM list_values WHERE session_id = ? AND namespace = ? AND key = ?",
+                (session_id, write.namespace, slot_key(write.key)),  # type: ignore[union-attr]
+            )
+        else:
+            raise StorageValidationError(f"Unsupported write: {write!r}")
+    end = prepared.seqs[-1] + 1
+    usage_payload = reader.usage_payload if usage is None else encode_usage_payload(usage)
+    updated = execute(
+        "UPDATE sessions SET next_seq = ?, message_count = ?, usage_payload = ? WHERE id = ?",
+        (end, messages, usage_payload, session_id),
+    ).rowcount
+    if updated != 1:
+        raise StorageValidationError(f"Expected to update one SQLite session {session_id}, updated {updated}")
+    execute(
+        "INSERT INTO sessiontree_commits (session_id, first_seq, end_seq, id_count) VALUES (?, ?, ?, ?)",
+        (session_id, prepared.first_seq, end, ids),
+    )
+    return SessionStats(
+        message_count=messages, usage=decode_usage_payload(reader.usage_payload) if usage is None else usage
+    )
+
+
+def rollback(connection: sqlite3.Connection) -> None:
+    try:
+        connection.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # SQLite already rolled back (a failed COMMIT, a busy abort)
+
+
+class SqliteStorage:
+    """The :class:`~sessiontree.contracts.Storage` of session ``session_id`` in an open database.
+
+    :param connection: a writable connection (:func:`sessiontree_sqlite.database.connect`), closed with
+        the storage when ``owns_connection``.
+    :param now: the clock (Unix ms) commits are timestamped with.
+    """
+
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        session_id: str,
+        *,
+        path: str,
+        now: Callable[[], int] | None = None,
+        owns_connection: bool = True,
+    ) -> None:
+        self.connection = connection
+        self.session_id = session_id
+        self.path = path
+        self._now = now or wall_clock_ms
+        self._owns_connection = owns_connection
+        self._queue = CommitQueue("SqliteStorage is closed")
+        self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
+        self._last_timestamp = 0
+        self._entries: dict[str, Entry] = {}  # id -> decoded entry, oldest first (ENTRY_CACHE_SIZE)
+
+    def __repr__(self) -> str:
+        return f"SqliteStorage({self.path!r}, {self.session_id!r})"
+
+    @property
+    def now(self) -> Callable[[], int]:
+        return self._now
+
+    # --- commits -------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+        idempotent: bool = False,
+    ) -> CommitResult:
+        """Validate and store ``writes`` in one ``BEGIN IMMEDIATE`` transaction (all or nothing);
+        preconditions and ``idempotent`` as :meth:`sessiontree.contracts.Storage.commit`."""
+        batch = tuple(writes)
+        expectations = Expectations.of(expect, expect_next_seq, idempotent)
+        return self._queue.run(lambda: self._commit(batch, expectations))
+
+    def _next_timestamp(self) -> int:
+        timestamp = max(self._now(), self._last_timestamp)
+        self._last_timestamp = timestamp
+        return timestamp
+
+    def floor_timestamps(self, timestamp: int) -> None:
+        """Give later commits timestamps of at least ``timestamp``."""
+        self._last_timestamp = max(self._last_timestamp, timestamp)
+
+    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+        timestamp = self._next_timestamp()
+        connection = self.connection
+        with self._lock:
+            if not writes and expectations is None:
+                reader = SqlReader(connection, self.session_id)
+                return CommitResult(first_seq=reader.next_seq, seqs=(), timestamp=timestamp, stats=reader.stats())
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise StorageIOError(f"Failed to start a commit in {self.path}: {error}") from error
+            try:
+                reader = SqlReader(connection, self.session_id)
+                prepared = prepare_commit(reader, writes, timestamp, expectations)
+                if prepared.replayed or not prepared.writes:
+                    rollback(connection)
+                    first = prepared.first_seq if prepared.replayed else reader.next_seq
+                    return CommitResult(
+                        first_seq=first, seqs=prepared.seqs, timestamp=prepared.timestamp, stats=reader.stats()
+                    )
+                stats = write_prepared(connection, reader, prepared)
+                connection.execute("COMMIT")
+                for write in prepared.writes:
+                    if type(write) is EntryWrite:
+                        self._remember(write.entry)
+            except sqlite3.Error as error:
+                rollback(connection)
+                raise StorageIOError(f"Failed to commit to {self.path}: {error}") from error
+            except BaseException:
+                rollback(connection)
+                raise
+        return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
+
+    # --- SupportsLatestReads -------------------------------------------------------------------
+
+    def next_seq(self) -> int:
+        """The seq the next commit gets, after every commit admitted before this call."""
+
+        def job() -> int:
+            with self._lock:
+                return SqlReader(self.connection, self.session_id).next_seq
+
+        return self._queue.run(job)
+
+    def latest_value(self, address: Address) -> StoredValue | None:
+        """The value at ``address`` as every writer left it, ordered like a commit."""
+        return self._queue.run(lambda: self.get_value(address, check=False))
+
+    def run_ordered(self, job: Callable[[], Any]) -> Any:
+        """Run ``job()`` on the commit queue: after every commit admitted before it (a fork boundary)."""
+        return self._queue.run(job)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, close the connection. Idempotent."""
+        self._queue.close(self._release)
+
+    def _release(self) -> None:
+        if self._owns_connection:
+            with self._lock:
+                self.connection.close()
+
+    def __enter__(self) -> SqliteStorage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def _remember(self, entry: Entry) -> None:
+        entries = self._entries
+        if len(entries) >= ENTRY_CACHE_SIZE:
+            try:
+                del entries[next(iter(entries))]
+            except (KeyError, RuntimeError, StopIteration):
+                pass  # another reader's thread evicted at the same time: the cap still holds roughly
+        entries[entry.id] = entry
+
+    def _entry(self, row: tuple[Any, ...]) -> Entry:
+        """The entry of an ``ENTRY_COLUMNS`` row, decoded once (the seq guards against a session deleted
+        and created again under the same id by another process)."""
+        cached = self._entries.get(row[0])
+        if cached is not None and cached.seq == row[2]:
+            return cached
+        entry = decode_entry_row(row)
+        self._remember(entry)
+        return entry
+
+    def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        self._queue.check_open()
+        with self._lock:
+            return self.connection.execute(sql, args).fetchall()
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        wanted = list(dict.fromkeys(i for i in ids if type(i) is str))
+        found: dict[str, Entry] = {}
+        self._queue.check_open()
+        with self._lock:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                rows = self.connection.execute(
+                    f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND id IN ({','.join('?' * len(chunk))})",
+                    (self.session_id, *chunk),
+                ).fetchall()
+                for row in rows:
+                    found[row[0]] = self._entry(row)
+        return {entry_id: found[entry_id] for entry_id in wanted if entry_id in found}
+
+    def get_value(self, address: Address, *, check: bool = True) -> StoredValue | None:
+        if check:
+            self._queue.check_open()
+        with self._lock:
+            return SqlReaderLite(self.connection, self.session_id).get_value(address)
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        sql = "SELECT key, seq, value FROM scalar_values WHERE session_id = ? AND namespace = ? AND key >= ?"
+        args: list[Any] = [self.session_id, prefix.namespace, prefix.key]
+        upper = next_prefix_boundary(prefix.key)
+        if upper is not None:
+            sql += " AND key < ?"
+            args.append(upper)
+        rows = self._rows(sql + " ORDER BY key", args)
+        namespace = prefix.namespace
+        return [
+            StoredValue(address=Address(namespace, key), value=jsjson.loads(value), seq=seq)
+            for key, seq, value in rows
+            if key.startswith(prefix.key)
+        ]
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
+        options = options or ListReadOptions()
+        limit = safe_integer(options.limit)
+        if limit is None or limit <= 0:
+            raise InvalidQueryError("List read limit must be a positive safe integer")
+        limit = min(limit, LIST_READ_MAX_LIMIT)
+        ascending = options.order == "asc"
+        sql = "SELECT seq, value FROM list_values WHERE session_id = ? AND namespace = ? AND key = ?"
+        args: list[Any] = [self.session_id, address.namespace, address.key]
+        if options.cursor is not None:
+            sql += " AND seq > ?" if ascending else " AND seq < ?"
+            args.append(options.cursor)
+        sql += " ORDER BY seq ASC LIMIT ?" if ascending else " ORDER BY seq DESC LIMIT ?"
+        args.append(limit)
+        return [ListElement(seq=seq, value=jsjson.loads(value)) for seq, value in self._rows(sql, args)]
+
+    def _scan(self, query: BranchScan, columns: str) -> list[Any]:
+        self._queue.check_open()
+        with self._lock:
+            chain = start_chain(self.connection, self.session_id, query.start)
+            limit = _slice_limit(query.limit)
+            if limit == 0:
+                return []
+            return list(
+                scan_rows(
+                    self.connection,
+                    self.session_id,
+                    chain,
+                    columns,
+                    oldest_first=query.order == "oldest_first",
+                    limit=limit,
+                    stop_at_type=query.stop_at_type,
+                    stop_at_id=query.stop_at_id,
+                    want_type=query.type,
+                    want_custom=query.custom_type,
+                    cursor=query.cursor,
+                )
+            )
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        return [self._entry(row) for row in self._scan(query, _SCAN_ENTRY_COLUMNS)]
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        return [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        query = query or EntryScan()
+        limit = _slice_limit(query.limit)
+        if limit == 0:
+            return []
+        sql = [f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?"]
+        args: list[Any] = [self.session_id]
+        _seq_range(sql, args, query.from_seq, query.to_seq)
+        add_filter(sql, args, " AND type = ?", query.type)
+        add_filter(sql, args, " AND custom_type = ?", query.custom_type)
+        _order_limit(sql, args, query.order, limit)
+        return [self._entry(row) for row in self._rows("".join(sql), args)]
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        query = query or UsageScan()
+        limit = _slice_limit(query.limit)
+        if limit == 0:
+            return []
+        sql = [f"SELECT {USAGE_COLUMNS} FROM usage_ledger WHERE session_id = ?"]
+        args: list[Any] = [self.session_id]
+        _seq_range(sql, args, query.from_seq, query.to_seq)
+        _order_limit(sql, args, query.order, limit)
+        return [decode_usage_row(row) for row in self._rows("".join(sql), args)]
+
+    def get_stats(self) -> SessionStats:
+        self._queue.check_open()
+        with self._lock:
+            return SqlReader(self.connection, self.session_id).stats()
+
+    def dump_inventory(self) -> DumpInventory:
+        """The value namespaces and list addresses with rows (:class:`~sessiontree.contracts.SupportsInventory`)."""
+        namespaces = self._rows("SELECT DISTINCT namespace FROM scalar_values WHERE session_id = ?", (self.session_id,))
+        addresses = self._rows("SELECT DISTINCT namespace, key FROM list_values WHERE session_id = ?", (self.session_id,))
+        return DumpInventory(
+            value_namespaces=frozenset(row[0] for row in namespaces),
+            list_addresses=frozenset((row[0], row[1]) for row in addresses),
+        )
+
+
+class SqlReaderLite:
+    """Point reads that need no session row."""
+
+    def __init__(self, connection: sqlite3.Connection, session_id: str) -> None:
+        self.connection = connection
+        self.session_id = session_id
+
+    get_value = SqlReader.get_value
+
+
+def _seq_range(sql: list[str], args: list[Any], from_seq: int | None, to_seq: int | None) -> None:
+    add_filter(sql, args, " AND seq >= ?", from_seq)
+    add_filter(sql, args, " AND seq <= ?", to_seq)
+
+
+def _order_limit(sql: list[str], args: list[Any], order: str, limit: int | None) -> None:
+    sql.append(" ORDER BY seq DESC" if order == "desc" else " ORDER BY seq ASC")
+    add_filter(sql, args, " LIMIT ?", limit)
+
+
+def next_prefix_boundary(prefix: str) -> str | None:
+    """The smallest key above every key starting with ``prefix`` (pi's ``nextPrefixBoundary``: the last
+    code point plus one, skipping the surrogate range); ``None`` for the empty prefix."""
+    if not prefix:
+        return None
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return next_prefix_boundary(prefix[:-1])
+    bumped = last + 1
+    if 0xD800 <= bumped <= 0xDFFF:
+        bumped = 0xE000
+    return prefix[:-1] + chr(bumped)
