@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sessiontree.contracts import Capabilities
 from sessiontree.errors import PluginError
+from sessiontree.owners import Owner
 from sessiontree.urls import parse_url
 
 from .database import Database, redacted
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["PostgresBackend"]
 
 _OPTIONS = {
+    "owner_tenant": str,
+    "owner_user": str,
     "schema": str,
     "statement_timeout_ms": int,
     "lock_timeout_ms": int,
@@ -36,7 +39,8 @@ class PostgresBackend:
     connection options in the query, plus ``schema`` (default ``sessiontree``: several deployments can
     share a database under different schemas), ``statement_timeout_ms`` (default 30000),
     ``lock_timeout_ms`` (default 0: wait), ``retries`` (transient failures, default 5) and
-    ``max_connections`` (the pool's size, default 4). ``conninfo=`` is the same without the URL form.
+    ``max_connections`` (the pool's size, default 4); ``owner_tenant`` and ``owner_user`` bind every
+    repository it opens to that owner (each statement filtered by it, as ``repo.for_owner(owner)``). ``conninfo=`` is the same without the URL form.
     ``now`` is the clock (Unix ms). The schema's tables are created (migrated) on first use.
     """
 
@@ -64,6 +68,10 @@ class PostgresBackend:
                 raise PluginError(f"Unknown PostgreSQL backend option {name!r} (known: {', '.join(_OPTIONS)})")
             settings[name] = value
         self.now = now
+        tenant, user = settings.pop("owner_tenant", None), settings.pop("owner_user", None)
+        if (tenant is None) != (user is None):
+            raise PluginError("A PostgreSQL URL binds an owner with both owner_tenant= and owner_user=, or neither")
+        self.owner = None if tenant is None else Owner(str(tenant), str(user))
         self.db = Database(conninfo, **settings)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
@@ -80,7 +88,7 @@ class PostgresBackend:
     def open_repo(self) -> PostgresSessionRepo:
         from .repo import PostgresSessionRepo
 
-        return PostgresSessionRepo(self.db, now=self.now)
+        return PostgresSessionRepo(self.db, now=self.now, owner=self.owner)
 
     def open_storage(self) -> PostgresStorage:
         """A new, empty, unowned session's storage (its id a random UUID)."""
