@@ -125,10 +125,11 @@ class Database:
             name=f"sessiontree:{self.schema}",
         )
         try:
-            pool.open(wait=True, timeout=30)
-            with pool.connection() as conn:
+            # One direct connection first: a wrong address fails at once, not after the pool's timeout.
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
                 migrate(conn, self.schema)
-        except (psycopg.Error, PoolTimeout) as error:
+            pool.open(wait=False)
+        except psycopg.Error as error:
             pool.close()
             raise StorageIOError(f"Cannot use PostgreSQL at {redacted(self.conninfo)}: {_reason(error)}") from None
         return pool
