@@ -36,12 +36,13 @@ def blocked_commits(url: str) -> Iterator[psycopg.Connection]:
         yield conn
 
 
-def _wait_for_blocked_insert(conn: psycopg.Connection) -> int:
+def _wait_for_blocked_insert(conn: psycopg.Connection, not_pid: int = 0) -> int:
     """The pid of the backend waiting on the lock inside its commit (polled until it is there)."""
     for _ in range(2000):
         row = conn.execute(
             "SELECT pid, pg_sleep(0) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE 'INSERT INTO %%commits%%' AND pid <> pg_backend_pid()"
+            "AND query LIKE 'INSERT INTO %%commits%%' AND pid <> pg_backend_pid() AND pid <> %s",
+            (not_pid,),
         ).fetchone()
         if row is not None:
             return int(row[0])
@@ -66,7 +67,7 @@ def test_a_killed_commit_is_retried_and_lands_once(postgres_url: str) -> None:
                 first = _wait_for_blocked_insert(monitor)
                 monitor.execute("SELECT pg_terminate_backend(%s)", (first,))
                 # The retry runs on a new connection and blocks at the same point.
-                second = _wait_for_blocked_insert(monitor)
+                second = _wait_for_blocked_insert(monitor, not_pid=first)
                 assert second != first
             blocker.commit()  # lift the lock: the retry commits
             assert pending.result(timeout=60) == "killed"

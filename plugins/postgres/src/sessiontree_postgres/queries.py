@@ -137,27 +137,27 @@ QUERIES: dict[str, str] = {
     ),
     # --- the repository: an owner view's statements -----------------------------------------------
     "owned_insert_session": (
-        "INSERT INTO {s}.sessions (tenant, owner_user, id, created_at, parent_session_id, extra, next_seq, "
+        "INSERT INTO {s}.sessions (tenant, owner_user, id, created_at, parent_session_id, cwd, extra, next_seq, "
         "last_timestamp, message_count, usage_total) VALUES (%(tenant)s, %(user)s, %(sid)s, %(created_at)s, "
-        "%(parent)s, %(extra)s, %(next_seq)s, %(last_timestamp)s, %(message_count)s, %(usage_total)s) "
+        "%(parent)s, %(cwd)s, %(extra)s, %(next_seq)s, %(last_timestamp)s, %(message_count)s, %(usage_total)s) "
         "ON CONFLICT DO NOTHING"
     ),
     "owned_find": (
-        "SELECT tenant, owner_user, id, created_at, parent_session_id, extra FROM {s}.sessions "
+        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions "
         f"WHERE {_OWNER} AND id = %(sid)s"
     ),
     "owned_list": (
-        "SELECT tenant, owner_user, id, created_at, parent_session_id, extra FROM {s}.sessions "
+        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions "
         f"WHERE {_OWNER} AND (created_at, id) < (%(before_created)s, %(before_id)s) "
         "ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
     ),
     "owned_delete": f"DELETE FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s",
     # --- the repository: the unscoped (administrator's) statements --------------------------------
     "any_find": (
-        "SELECT tenant, owner_user, id, created_at, parent_session_id, extra FROM {s}.sessions WHERE id = %(sid)s"
+        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions WHERE id = %(sid)s"
     ),
     "any_list": (
-        "SELECT tenant, owner_user, id, created_at, parent_session_id, extra FROM {s}.sessions "
+        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions "
         "WHERE (created_at, id) < (%(before_created)s, %(before_id)s) "
         "ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
     ),

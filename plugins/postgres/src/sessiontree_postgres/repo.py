@@ -178,8 +178,8 @@ class PostgresSessionRepo:
     def create(
         self, *, id: str | None = None, cwd: str | None = None, parent_session_id: str | None = None
     ) -> StorageBackedSession:
-        """Create an empty session (owned by the view's owner) and return it open. ``cwd`` is accepted
-        for cross-backend callers and ignored."""
+        """Create an empty session (owned by the view's owner) and return it open; ``cwd`` (optional) is
+        kept in its metadata, as a JSONL header keeps it."""
         self._assert_open()
         check_create_arguments(id=id, cwd=cwd, parent_session_id=parent_session_id)
         created_at = self.now()
@@ -193,6 +193,7 @@ class PostgresSessionRepo:
             metadata = SessionMetadata(
                 id=session_id,
                 created_at=created_at,
+                cwd=cwd,
                 parent_session_id=parent_session_id,
                 extra={} if self.owner is None else {OWNER_KEY: self.owner.to_json()},
             )
@@ -271,6 +272,7 @@ class PostgresSessionRepo:
             metadata = SessionMetadata(
                 id=session_id,
                 created_at=created_at,
+                cwd=stored.cwd,
                 parent_session_id=stored.id,
                 extra=owner_extra(stored.extra),
             )
@@ -315,6 +317,7 @@ class PostgresSessionRepo:
         restored = SessionMetadata(
             id=metadata.id,
             created_at=metadata.created_at,
+            cwd=metadata.cwd,
             parent_session_id=metadata.parent_session_id,
             extra={} if owner is None else {OWNER_KEY: owner.to_json()},
         )
@@ -337,11 +340,12 @@ class PostgresSessionRepo:
 
 
 def _metadata(row: tuple[Any, ...]) -> SessionMetadata:
-    _tenant, _user, session_id, created_at, parent, extra = row
+    _tenant, _user, session_id, created_at, parent, cwd, extra = row
     return SessionMetadata(
         id=session_id,
         created_at=created_at,
         storage_version=1,
+        cwd=cwd,
         parent_session_id=parent,
         extra=jsjson.loads(extra),
     )
@@ -366,6 +370,7 @@ def _insert_session(
             "sid": session_id,
             "created_at": metadata.created_at,
             "parent": metadata.parent_session_id,
+            "cwd": metadata.cwd,
             "extra": jsjson.dumps(dict(metadata.extra)),
             "next_seq": next_seq,
             "last_timestamp": 0,

@@ -29,6 +29,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             id text NOT NULL,
             created_at bigint NOT NULL,
             parent_session_id text,
+            cwd text,
             extra text NOT NULL,
             next_seq bigint NOT NULL DEFAULT 1,
             last_timestamp bigint NOT NULL DEFAULT 0,
