@@ -41,13 +41,14 @@ def _wait_for_blocked_insert(conn: psycopg.Connection, not_pid: int = 0) -> int:
     for _ in range(2000):
         row = conn.execute(
             "SELECT pid, pg_sleep(0) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE 'INSERT INTO %%commits%%' AND pid <> pg_backend_pid() AND pid <> %s",
+            "AND query LIKE '%%INSERT INTO %%' AND pid <> pg_backend_pid() AND pid <> %s",
             (not_pid,),
         ).fetchone()
         if row is not None:
             return int(row[0])
         conn.execute("SELECT pg_sleep(0.005)")
-    raise AssertionError("no commit reached the commits insert")
+    activity = conn.execute("SELECT pid, wait_event_type, state, left(query, 60) FROM pg_stat_activity").fetchall()
+    raise AssertionError(f"no commit reached the commits insert: {activity}")
 
 
 def _session(url: str, **options: object) -> tuple[object, object]:

@@ -19,17 +19,16 @@ from sessiontree.values import list_, value
 from plugins.postgres.tests._writer import message
 from sessiontree_postgres.queries import QUERIES
 
-_TABLE = re.compile(r'(?:FROM|JOIN|UPDATE|INTO)\s+(?:"\w+"|\{s\})\.(\w+)')
 _OWNER = re.compile(r"(?:\w+\.)?tenant = %\(tenant\)s AND (?:\w+\.)?owner_user = %\(user\)s")
 
 
 def _filters_by_owner(statement: str) -> bool:
-    """Every table the statement reads or changes is filtered by the owner (an insert writes it)."""
-    tables = len(_TABLE.findall(statement))
-    if statement.lstrip().startswith("INSERT"):
-        reads = len(re.findall(r"\b(?:FROM|JOIN)\s+(?:\"\w+\"|\{s\})\.", statement))
-        return "%(tenant)s, %(user)s" in statement and len(_OWNER.findall(statement)) >= reads - statement.count("unnest")
-    return tables > 0 and len(_OWNER.findall(statement)) >= tables
+    """Every table the statement reads or changes is filtered by the owner; every row it inserts
+    carries the owner's columns."""
+    inserts = len(re.findall(r'\bINTO\s+(?:"\w+"|\{s\})\.', statement))
+    others = len(re.findall(r'\b(?:FROM|JOIN|UPDATE)\s+(?:"\w+"|\{s\})\.', statement))
+    carried = statement.count("%(tenant)s, %(user)s")
+    return inserts + others > 0 and carried >= inserts and len(_OWNER.findall(statement)) >= others
 
 
 def test_every_listed_statement_but_the_administrators_filters_by_owner() -> None:

@@ -7,7 +7,7 @@ Anything else is asked of the database when the validator asks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 import psycopg
@@ -39,10 +39,15 @@ class SqlCommitReader:
     def next_seq(self) -> int:
         return self._next_seq
 
+    def set_next_seq(self, next_seq: int) -> None:
+        """The session's next seq, once its locked row is read."""
+        self._next_seq = next_seq
+
     # --- prefetching ------------------------------------------------------------------------------
 
-    def prefetch(self, writes: Sequence[Write], expectations: Expectations | None) -> None:
-        """Fetch the ids and values the validator will ask about for this commit."""
+    def prefetch(self, writes: Sequence[Write], expectations: Expectations | None) -> Callable[[], None]:
+        """Send the queries for the ids and values the validator will ask about for this commit, without
+        waiting (in a pipeline they travel with the row lock); the returned call reads their answers."""
         ids: set[str] = set()
         addresses: set[tuple[str, str]] = set()
         for write in writes:
@@ -60,30 +65,46 @@ class SqlCommitReader:
                     addresses.add((write.namespace, slot_of(write.key)))
         if expectations is not None:
             addresses.update((a.namespace, a.key) for a, _ in expectations.values)
+        readers = []
         if ids:
-            self._fetch_ids(ids)
+            readers.append(self._send_ids(ids))
         if addresses:
-            self._fetch_values(addresses)
+            readers.append(self._send_values(addresses))
+        return lambda: [read() for read in readers] and None
 
-    def _fetch_ids(self, ids: Iterable[str]) -> None:
+    def _send_ids(self, ids: Iterable[str]) -> Callable[[], None]:
         wanted = [i for i in ids if i not in self._asked]
         if not wanted:
-            return
+            return lambda: None
         self._asked.update(wanted)
-        rows = self._conn.execute(self._sql["known_ids"], {**self._key, "ids": [b(i) for i in wanted]})
-        for raw_id, is_entry in rows:
-            self._kinds[s(raw_id)] = is_entry
+        cursor = self._conn.execute(self._sql["known_ids"], {**self._key, "ids": [b(i) for i in wanted]})
 
-    def _fetch_values(self, addresses: Set[tuple[str, str]]) -> None:
+        def read() -> None:
+            for raw_id, is_entry in cursor.fetchall():
+                self._kinds[s(raw_id)] = is_entry
+
+        return read
+
+    def _fetch_ids(self, ids: Iterable[str]) -> None:
+        self._send_ids(ids)()
+
+    def _send_values(self, addresses: Set[tuple[str, str]]) -> Callable[[], None]:
         wanted = [a for a in addresses if a not in self._values]
         if not wanted:
-            return
+            return lambda: None
         for address in wanted:
             self._values[address] = None
         params = {**self._key, "namespaces": [b(n) for n, _ in wanted], "slots": [b(k) for _, k in wanted]}
-        for row in self._conn.execute(self._sql["values_at"], params):
-            value = stored_value(*row)
-            self._values[(s(row[0]), s(row[1]))] = value
+        cursor = self._conn.execute(self._sql["values_at"], params)
+
+        def read() -> None:
+            for row in cursor.fetchall():
+                self._values[(s(row[0]), s(row[1]))] = stored_value(*row)
+
+        return read
+
+    def _fetch_values(self, addresses: Set[tuple[str, str]]) -> None:
+        self._send_values(addresses)()
 
     # --- CommitReader -----------------------------------------------------------------------------
 

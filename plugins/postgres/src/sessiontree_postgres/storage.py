@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
 import psycopg
 
 from sessiontree.commit_queue import CommitQueue
@@ -160,35 +161,45 @@ class PostgresStorage:
         stage: list[str],
     ) -> CommitResult:
         sql, key = self.db.sql, self.key
-        with conn.transaction():
-            row = conn.execute(sql["lock_session"], key).fetchone()
+        # One pipeline: the row lock and the validator's prefetch travel together, then the inserts,
+        # the head update and COMMIT: two round trips for a usual commit.
+        with conn.pipeline(), conn.transaction():
+            locked = conn.execute(sql["lock_session"], key)
+            reader = SqlCommitReader(conn, sql, key, 0)
+            read_prefetched = reader.prefetch(writes, expectations)
+            row = locked.fetchone()
             if row is None:
                 raise SessionNotFoundError(f"Unknown session: {key['sid']}")
             next_seq, last_timestamp, message_count, usage_raw = row
+            reader.set_next_seq(next_seq)
+            read_prefetched()
             usage_total = decode_usage_total(usage_raw) if usage_raw else empty_usage()
             timestamp = self._timestamp(last_timestamp)
-            reader = SqlCommitReader(conn, sql, key, next_seq)
-            reader.prefetch(writes, expectations)
             prepared = prepare_commit(reader, writes, timestamp, expectations)
             stats = SessionStats(message_count=message_count, usage=usage_total)
             if prepared.replayed or not prepared.writes:
                 first = prepared.first_seq if prepared.replayed else next_seq
                 stamp = prepared.timestamp if prepared.replayed else timestamp
                 return CommitResult(first_seq=first, seqs=prepared.seqs, timestamp=stamp, stats=stats)
-            stats = insert_writes(conn, sql, key, prepared.writes, stats)
-            ids = sum(1 for w in prepared.writes if type(w) is EntryWrite or type(w) is UsageWrite)
-            end = prepared.seqs[-1] + 1
-            conn.execute(sql["insert_commit"], {**key, "first_seq": prepared.first_seq, "end_seq": end, "id_count": ids})
-            conn.execute(
-                sql["update_session"],
-                {
-                    **key,
-                    "next_seq": end,
-                    "last_timestamp": timestamp,
-                    "message_count": stats.message_count,
-                    "usage_total": encode_usage_total(stats.usage),
-                },
-            )
+            if not write_in_one_statement(conn, sql, key, prepared, stats, timestamp):
+                stats = insert_writes(conn, sql, key, prepared.writes, stats)
+                ids = sum(1 for w in prepared.writes if type(w) is EntryWrite or type(w) is UsageWrite)
+                end = prepared.seqs[-1] + 1
+                conn.execute(
+                    sql["insert_commit"], {**key, "first_seq": prepared.first_seq, "end_seq": end, "id_count": ids}
+                )
+                conn.execute(
+                    sql["update_session"],
+                    {
+                        **key,
+                        "next_seq": end,
+                        "last_timestamp": timestamp,
+                        "message_count": stats.message_count,
+                        "usage_total": encode_usage_total(stats.usage),
+                    },
+                )
+            else:
+                stats = _stats_after(prepared.writes, stats)
             stage[0] = "committing"
         return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
 
@@ -375,6 +386,84 @@ class PostgresStorage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _hex_or_none(data: bytes | None) -> str | None:
+    return None if data is None else data.hex()
+
+
+def _stats_after(writes: Sequence[Write], stats: SessionStats) -> SessionStats:
+    messages, usage = stats.message_count, stats.usage
+    for write in writes:
+        if type(write) is EntryWrite:
+            messages += write.entry.type == "message"
+        elif type(write) is UsageWrite:
+            usage = add_usage(usage, summable_usage(write.row.usage))
+    return SessionStats(message_count=messages, usage=usage)
+
+
+def write_in_one_statement(
+    conn: psycopg.Connection,
+    sql: Mapping[str, str],
+    key: Mapping[str, Any],
+    prepared: Any,
+    stats: SessionStats,
+    timestamp: int,
+) -> bool:
+    """Write a commit whose writes need no order among themselves (entries, usage rows, list appends,
+    value sets of distinct addresses) as one statement with its commit record and head; False (nothing
+    sent) for any other commit."""
+    entries: list[Entry] = []
+    rows: list[UsageRow] = []
+    appends: list[ListAppend] = []
+    sets: list[ValueSet] = []
+    for write in prepared.writes:
+        kind = type(write)
+        if kind is EntryWrite:
+            entries.append(write.entry)
+        elif kind is ValueSet:
+            sets.append(write)
+        elif kind is UsageWrite:
+            rows.append(write.row)
+        elif kind is ListAppend:
+            appends.append(write)
+        else:
+            return False
+    slots = {(w.namespace, slot_of(w.key)) for w in sets}
+    if len(slots) != len(sets):
+        return False
+    after = _stats_after(prepared.writes, stats)
+    rows_json = {
+        "e": [
+            [
+                e.seq,
+                b(e.id).hex(),
+                None if e.parent_id is None else b(e.parent_id).hex(),
+                _type_column(e.type).hex(),
+                _hex_or_none(_optional_column(getattr(e, "custom_type", ABSENT))),
+                e.timestamp,
+                encode_entry(e),
+            ]
+            for e in entries
+        ],
+        "u": [[r.seq, b(r.id).hex(), dumps(usage_row_to_wire(r))] for r in rows],
+        "l": [[b(a.namespace).hex(), b(slot_of(a.key)).hex(), a.key is ABSENT, a.seq, dumps(a.value)] for a in appends],
+        "v": [[b(v.namespace).hex(), b(slot_of(v.key)).hex(), v.key is ABSENT, v.seq, dumps(v.value)] for v in sets],
+    }
+    conn.execute(
+        sql["write_commit"],
+        {
+            **key,
+            "rows": orjson.dumps(rows_json).decode(),
+            "first_seq": prepared.first_seq,
+            "next_seq": prepared.seqs[-1] + 1,
+            "id_count": len(entries) + len(rows),
+            "last_timestamp": timestamp,
+            "message_count": after.message_count,
+            "usage_total": encode_usage_total(after.usage),
+        },
+    )
+    return True
 
 
 def insert_writes(
