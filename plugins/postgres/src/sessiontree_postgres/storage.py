@@ -334,30 +334,27 @@ class PostgresStorage:
         self._queue.check_open()
         return self._path(query)
 
-    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
-        self._queue.check_open()
-        query = query or EntryScan()
+    def _seq_window(self, query: EntryScan | UsageScan) -> tuple[dict[str, Any], str]:
+        """The parameters and order of a seq-ordered scan (range and limit as pi's)."""
         params = {
             **self.key,
             "from_seq": _LOWEST if query.from_seq is None else query.from_seq,
             "to_seq": _HIGHEST if query.to_seq is None else query.to_seq,
-            "type": None if query.type is None else _type_column(query.type),
-            "custom_type": None if query.custom_type is None else _type_column(query.custom_type),
             "limit": slice_limit(query.limit),
         }
-        order = "DESC" if query.order == "desc" else "ASC"
+        return params, "DESC" if query.order == "desc" else "ASC"
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        self._queue.check_open()
+        query = query or EntryScan()
+        params, order = self._seq_window(query)
+        params["type"] = None if query.type is None else _type_column(query.type)
+        params["custom_type"] = None if query.custom_type is None else _type_column(query.custom_type)
         return [decode_entry(raw) for (raw,) in self.db.fetch("scan_entries", params, order=order)]
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         self._queue.check_open()
-        query = query or UsageScan()
-        params = {
-            **self.key,
-            "from_seq": _LOWEST if query.from_seq is None else query.from_seq,
-            "to_seq": _HIGHEST if query.to_seq is None else query.to_seq,
-            "limit": slice_limit(query.limit),
-        }
-        order = "DESC" if query.order == "desc" else "ASC"
+        params, order = self._seq_window(query or UsageScan())
         return [decode_usage_row(raw) for (raw,) in self.db.fetch("scan_usage", params, order=order)]
 
     def get_stats(self) -> SessionStats:
