@@ -37,3 +37,23 @@ def test_two_schemas_of_one_database_are_separate_deployments(postgres_url: str)
         assert second.list() == []
     with open_repo(postgres_url.replace("postgresql://", "postgres://", 1)) as again:
         assert [m.id for m in again.list()] == ["only-here"], "sessions persist; both schemes name the backend"
+
+
+def test_a_commit_stuck_behind_a_lock_fails_at_the_statement_timeout(postgres_url: str) -> None:
+    import re
+
+    import psycopg
+
+    from plugins.postgres.tests._writer import message
+
+    with open_repo(f"{postgres_url}&statement_timeout_ms=300") as repo:
+        session = repo.create(id="s")
+        branch = session.create_branch("main", None)
+        schema = re.search(r"schema=(\w+)", postgres_url).group(1)  # type: ignore[union-attr]
+        with psycopg.connect(re.sub(r"[?&]schema=\w+", "", postgres_url)) as holder:
+            holder.execute(f'SELECT 1 FROM "{schema}".sessions WHERE id = %s FOR UPDATE', ("s",))
+            with pytest.raises(StorageIOError, match="statement timeout"):
+                branch.append_message(message("stuck"))
+        assert session.find_entries() == [], "the timed-out commit wrote nothing"
+        branch.append_message(message("later"))
+        session.close()
