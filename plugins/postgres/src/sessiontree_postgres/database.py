@@ -156,6 +156,8 @@ class Database:
                 attempt += 1
             except PoolTimeout as error:
                 raise StorageIOError(f"{what}: no PostgreSQL connection: {_reason(error)}") from None
+            except psycopg.Error as error:  # anything else the server refused: never a raw driver error
+                raise StorageIOError(f"{what} failed on {redacted(self.conninfo)}: {_reason(error)}") from None
 
     def fetch(self, name: str, params: Mapping[str, Any], *, order: str | None = None) -> list[tuple[Any, ...]]:
         """The rows of one statement (one snapshot), retried on transient failures."""

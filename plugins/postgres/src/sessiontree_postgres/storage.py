@@ -261,6 +261,7 @@ class PostgresStorage:
         cursor = options.cursor
         if cursor is None:
             cursor = _LOWEST if ascending else _HIGHEST
+        cursor = _clamped(cursor)
         params = {**self.key, "namespace": b(address.namespace), "slot": b(address.key), "cursor": cursor, "limit": limit}
         rows = self.db.fetch("list_asc" if ascending else "list_desc", params)
         return [list_element(seq, value) for seq, value in rows]
@@ -338,9 +339,9 @@ class PostgresStorage:
         """The parameters and order of a seq-ordered scan (range and limit as pi's)."""
         params = {
             **self.key,
-            "from_seq": _LOWEST if query.from_seq is None else query.from_seq,
-            "to_seq": _HIGHEST if query.to_seq is None else query.to_seq,
-            "limit": slice_limit(query.limit),
+            "from_seq": _LOWEST if query.from_seq is None else _clamped(query.from_seq),
+            "to_seq": _HIGHEST if query.to_seq is None else _clamped(query.to_seq),
+            "limit": _clamped(slice_limit(query.limit)),
         }
         return params, "DESC" if query.order == "desc" else "ASC"
 
@@ -383,6 +384,13 @@ class PostgresStorage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _clamped(number: Any) -> Any:
+    """A number as a ``bigint`` parameter: integers beyond its range are cut to it (no seq is there)."""
+    if type(number) is int:
+        return max(_LOWEST, min(_HIGHEST, number))
+    return number
 
 
 def _hex_or_none(data: bytes | None) -> str | None:
