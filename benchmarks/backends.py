@@ -13,6 +13,8 @@ from sessiontree.contracts import SessionRepo
 from sessiontree.plugins import Registry, get_registry
 from sessiontree.urls import local_path_url
 
+from .servers import SERVER_BACKENDS, reachable, server_url
+
 __all__ = ["BenchBackend", "discover_backends", "select_backends"]
 
 
@@ -46,6 +48,8 @@ _LAYOUT_SUFFIX = {"sqlite": "/"}
 
 def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchBackend:
     def open_repo(directory: Path) -> SessionRepo:
+        if name in SERVER_BACKENDS:
+            return registry.open_repo(server_url(name, directory))
         url = local_path_url(name, directory / "repo") + _LAYOUT_SUFFIX.get(name, "") if persistent else f"{name}://"
         return registry.open_repo(url)
 
@@ -55,10 +59,15 @@ def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchB
 def discover_backends(registry: Registry | None = None) -> list[BenchBackend]:
     """Every usable backend of ``registry`` (default: the process registry), by name."""
     registry = registry if registry is not None else get_registry()
-    return [
-        _registry_backend(registry, spec.name, spec.capabilities.supports_persistence)
-        for spec in registry.backends()
-    ]
+    found, factories = [], set()
+    for spec in registry.backends():
+        if spec.factory in factories:  # another name of a backend already listed (postgresql://)
+            continue
+        factories.add(spec.factory)
+        if spec.name in SERVER_BACKENDS and not reachable(spec.name):
+            continue  # no server to measure against
+        found.append(_registry_backend(registry, spec.name, spec.capabilities.supports_persistence))
+    return found
 
 
 def select_backends(available: Iterable[BenchBackend], names: Iterable[str] | None) -> list[BenchBackend]:

@@ -1,4 +1,6 @@
-"""The README's runtime loop ("Using it") runs, as written there, on the memory, JSONL and SQLite backends.
+"""The README's runtime loop ("Using it") runs, as written there, on the memory, JSONL, SQLite and PostgreSQL
+backends (PostgreSQL: a ``sessiontree_test_`` schema on the server ``SESSIONTREE_TEST_POSTGRES_URL`` names,
+dropped afterwards; skipped without a server).
 
 The code block is read from README.md at test time, so the README and this test cannot drift; only the
 ``URL = "memory://"`` line is swapped for the backend under test.
@@ -6,7 +8,10 @@ The code block is read from README.md at test time, so the README and this test 
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +80,36 @@ def test_the_loop_runs_on_sqlite_and_its_sessions_persist(layout: str, tmp_path:
             assert session.get_value(lane_state("main")) is not None
         (fork,) = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         with repo.open(fork.id) as retry:
+            contents = [message["content"] for message in retry.context("main")]
+            assert contents[0] == "hello" and contents[-1] == "say more"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh schema on the test server, dropped afterwards."""
+    psycopg = pytest.importorskip("psycopg", reason="sessiontree-postgres is not installed")
+    server = os.environ.get("SESSIONTREE_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
+    schema = f"sessiontree_test_readme_{uuid.uuid4().hex[:8]}"
+    try:
+        psycopg.connect(server, connect_timeout=5).close()
+    except psycopg.Error:
+        pytest.skip("no PostgreSQL server at SESSIONTREE_TEST_POSTGRES_URL; set it to point at one")
+    try:
+        yield f"{server}{'&' if '?' in server else '?'}schema={schema}"
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_the_loop_runs_on_postgres_and_its_sessions_persist(postgres_url: str) -> None:
+    session_id = run_loop(postgres_url)["session_id"]
+    with sessiontree.open_repo(postgres_url) as repo:
+        with repo.open(session_id) as session:
+            assert [message["role"] for message in session.context("main")] == ["user", "assistant", "user"]
+            assert session.get_value(lane_state("main")) is not None
+        forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
+        assert len(forks) == 1
+        with repo.open(forks[0].id) as retry:
             contents = [message["content"] for message in retry.context("main")]
             assert contents[0] == "hello" and contents[-1] == "say more"
 

@@ -1,0 +1,1 @@
+"""PostgreSQL backend of sessiontree: ``postgresql://user@host:port/db?schema=name``."""

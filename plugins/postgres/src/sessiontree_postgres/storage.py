@@ -1,0 +1,558 @@
+"""``PostgresStorage``: one session's :class:`~sessiontree.contracts.Storage` over the database.
+
+A commit is one transaction: lock the session row (``SELECT ... FOR UPDATE``: writers of one session,
+in any process, queue there), take the timestamp and the next seq from it, run the kit's one validator
+(:func:`sessiontree.kit.prepare_commit`) over SQL reads (:class:`.reader.SqlCommitReader`), insert the
+writes, record the commit (for idempotent retries), advance the row's seq, stats and timestamp, commit.
+Commits of this object run one at a time in admission order (:class:`~sessiontree.commit_queue.CommitQueue`).
+
+Reads are single statements (each sees whole commits only); a branch scan walks the path with a
+recursive query on the ``(session, id)`` index and reads the payloads of the entries it returns,
+stopping where a context build stops (the newest compaction), so nothing else of the session is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+import psycopg
+
+from sessiontree.commit_queue import CommitQueue
+from sessiontree.dump import DumpInventory
+from sessiontree.engine.reads import slice_limit
+from sessiontree.errors import InvalidQueryError, SessionNotFoundError, StorageValidationError
+from sessiontree.expectations import Expectations
+from sessiontree.jsjson import safe_integer
+from sessiontree.jsjson import template_string as js_string
+from sessiontree.kit import prepare_commit, wall_clock_ms
+from sessiontree.model import (
+    ABSENT,
+    Absent,
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    JsonValue,
+    ListElement,
+    SessionStats,
+    StoredValue,
+    UsageRow,
+)
+from sessiontree.queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.usage import add_usage, empty_usage, summable_usage
+from sessiontree.wire import usage_row_to_wire
+from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
+
+from .codec import (
+    b,
+    decode_entry,
+    decode_usage_row,
+    decode_usage_total,
+    dumps,
+    encode_entry,
+    encode_usage_total,
+    list_element,
+    s,
+    slot_of,
+    stored_value,
+)
+from .database import Database, LostCommitError
+from .reader import SqlCommitReader
+
+__all__ = ["PostgresStorage", "SessionKey", "insert_writes"]
+
+_LOWEST, _HIGHEST = -(2**63), 2**63 - 1
+
+
+class SessionKey(dict):  # type: ignore[type-arg]
+    """The parameters naming one session in every statement: ``tenant``, ``user``, ``sid``."""
+
+    def __init__(self, tenant: str, user: str, sid: str) -> None:
+        super().__init__(tenant=tenant, user=user, sid=sid)
+
+
+def _type_column(value: object) -> bytes:
+    # A type that is not a string (an entry pi accepted from a file) matches no string filter.
+    return b(value) if type(value) is str else b"\x00" + dumps(value).encode()
+
+
+def _optional_column(value: object) -> bytes | None:
+    return None if value is ABSENT or value is None else _type_column(value)
+
+
+class PostgresStorage:
+    """One session (``key``) in ``db``; ``now`` is the clock (Unix ms) commits are stamped with."""
+
+    def __init__(self, db: Database, key: SessionKey, *, now: Callable[[], int] | None = None) -> None:
+        self.db = db
+        self.key = key
+        self._now = now or wall_clock_ms
+        self._queue = CommitQueue(f"{type(self).__name__} is closed")
+        self._last_timestamp = 0
+        db.acquire()
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage({self.key['sid']!r})"
+
+    @property
+    def now(self) -> Callable[[], int]:
+        return self._now
+
+    # --- commits ---------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        writes: Sequence[Write],
+        *,
+        expect: Mapping[Address, JsonValue | Absent] | None = None,
+        expect_next_seq: int | None = None,
+        idempotent: bool = False,
+    ) -> CommitResult:
+        """Commit ``writes`` in one transaction; preconditions and ``idempotent`` as
+        :meth:`sessiontree.contracts.Storage.commit`."""
+        batch = tuple(writes)
+        expectations = Expectations.of(expect, expect_next_seq, idempotent)
+        return self._queue.run(lambda: self._commit(batch, expectations))
+
+    def _timestamp(self, stored: int) -> int:
+        timestamp = max(self._now(), self._last_timestamp, stored)
+        self._last_timestamp = timestamp
+        return timestamp
+
+    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+        if not writes and expectations is None:
+            next_seq, last, stats = self._read_head()
+            return CommitResult(first_seq=next_seq, seqs=(), timestamp=self._timestamp(last), stats=stats)
+        retry_key = any(type(write) is EntryWrite for write in writes)
+        unsure = False  # an attempt lost its connection after sending COMMIT
+
+        def job(conn: psycopg.Connection, _attempt: int) -> CommitResult:
+            nonlocal unsure
+            wanted = expectations
+            if unsure:
+                if not retry_key:
+                    raise LostCommitError(
+                        f"The connection to PostgreSQL dropped while committing to session {self.key['sid']}; "
+                        "the commit may have landed (it has no entry ids to recognise it by)"
+                    )
+                # The entry ids recognise the commit if it landed: its original result, nothing written.
+                wanted = Expectations(
+                    expectations.values if expectations else (),
+                    expectations.next_seq if expectations else None,
+                    True,
+                )
+            stage = ["open"]
+            try:
+                return self._commit_once(conn, writes, wanted, stage)
+            except psycopg.OperationalError:
+                if stage[0] == "committing":
+                    unsure = True
+                raise
+
+        return self.db.run(job, what=f"commit to session {self.key['sid']}")
+
+    def _commit_once(
+        self,
+        conn: psycopg.Connection,
+        writes: tuple[Write, ...],
+        expectations: Expectations | None,
+        stage: list[str],
+    ) -> CommitResult:
+        sql, key = self.db.sql, self.key
+        # One pipeline: the row lock and the validator's prefetch travel together, then the inserts,
+        # the head update and COMMIT: two round trips for a usual commit.
+        with conn.pipeline(), conn.transaction():
+            locked = conn.execute(sql["lock_session"], key)
+            reader = SqlCommitReader(conn, sql, key, 0)
+            read_prefetched = reader.prefetch(writes, expectations)
+            row = locked.fetchone()
+            if row is None:
+                raise SessionNotFoundError(f"Unknown session: {key['sid']}")
+            next_seq, last_timestamp, message_count, usage_raw = row
+            reader.set_next_seq(next_seq)
+            read_prefetched()
+            usage_total = decode_usage_total(usage_raw) if usage_raw else empty_usage()
+            timestamp = self._timestamp(last_timestamp)
+            prepared = prepare_commit(reader, writes, timestamp, expectations)
+            stats = SessionStats(message_count=message_count, usage=usage_total)
+            if prepared.replayed or not prepared.writes:
+                first = prepared.first_seq if prepared.replayed else next_seq
+                stamp = prepared.timestamp if prepared.replayed else timestamp
+                return CommitResult(first_seq=first, seqs=prepared.seqs, timestamp=stamp, stats=stats)
+            if not write_in_one_statement(conn, sql, key, prepared, stats, timestamp):
+                stats = insert_writes(conn, sql, key, prepared.writes, stats)
+                ids = sum(1 for w in prepared.writes if type(w) is EntryWrite or type(w) is UsageWrite)
+                end = prepared.seqs[-1] + 1
+                conn.execute(
+                    sql["insert_commit"], {**key, "first_seq": prepared.first_seq, "end_seq": end, "id_count": ids}
+                )
+                conn.execute(
+                    sql["update_session"],
+                    {
+                        **key,
+                        "next_seq": end,
+                        "last_timestamp": timestamp,
+                        "message_count": stats.message_count,
+                        "usage_total": encode_usage_total(stats.usage),
+                    },
+                )
+            else:
+                stats = _stats_after(prepared.writes, stats)
+            stage[0] = "committing"
+        return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
+
+    def _read_head(self) -> tuple[int, int, SessionStats]:
+        rows = self.db.fetch("read_session", self.key)
+        if not rows:
+            raise SessionNotFoundError(f"Unknown session: {self.key['sid']}")
+        next_seq, last_timestamp, message_count, usage_raw = rows[0]
+        usage = decode_usage_total(usage_raw) if usage_raw else empty_usage()
+        return next_seq, last_timestamp, SessionStats(message_count=message_count, usage=usage)
+
+    # --- SupportsLatestReads --------------------------------------------------------------------------
+
+    def next_seq(self) -> int:
+        """The seq the next commit gets, after every commit admitted before this call."""
+        return self._queue.run(lambda: self._read_head()[0])
+
+    def latest_value(self, address: Address) -> StoredValue | None:
+        """The value at ``address`` as of every writer's latest commit, ordered like a commit."""
+        return self._queue.run(lambda: self._get_value(address))
+
+    def run_ordered(self, job: Callable[[], Any]) -> Any:
+        """Run ``job()`` between this storage's commits (a fork boundary)."""
+        return self._queue.run(job)
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        self._queue.check_open()
+        wanted = [i for i in dict.fromkeys(ids) if type(i) is str]
+        if not wanted:
+            return {}
+        found = {s(raw_id): raw for raw_id, raw in self.db.fetch("entries_by_id", {**self.key, "ids": [b(i) for i in wanted]})}
+        return {i: decode_entry(found[i]) for i in wanted if i in found}
+
+    def get_value(self, address: Address) -> StoredValue | None:
+        self._queue.check_open()
+        return self._get_value(address)
+
+    def _get_value(self, address: Address) -> StoredValue | None:
+        rows = self.db.fetch("value_at", {**self.key, "namespace": b(address.namespace), "slot": b(address.key)})
+        return stored_value(*rows[0]) if rows else None
+
+    def scan_values(self, prefix: Address) -> list[StoredValue]:
+        self._queue.check_open()
+        rows = self.db.fetch(
+            "values_with_prefix", {**self.key, "namespace": b(prefix.namespace), "prefix": b(prefix.key)}
+        )
+        return [stored_value(*row) for row in rows]
+
+    def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
+        self._queue.check_open()
+        options = options or ListReadOptions()
+        limit = safe_integer(options.limit)
+        if limit is None or limit <= 0:
+            raise InvalidQueryError("List read limit must be a positive safe integer")
+        limit = min(limit, LIST_READ_MAX_LIMIT)
+        ascending = options.order == "asc"
+        cursor = options.cursor
+        if cursor is None:
+            cursor = _LOWEST if ascending else _HIGHEST
+        cursor = _clamped(cursor)
+        params = {**self.key, "namespace": b(address.namespace), "slot": b(address.key), "cursor": cursor, "limit": limit}
+        rows = self.db.fetch("list_asc" if ascending else "list_desc", params)
+        return [list_element(seq, value) for seq, value in rows]
+
+    def _path(self, query: BranchScan) -> list[EntryStructure]:
+        """The structures a branch scan returns (pi's order, stop, filters, cursor, limit)."""
+        start = query.start
+        plain = query.type is None and query.custom_type is None and query.cursor is None
+        limit = slice_limit(query.limit)
+        newest_first = query.order != "oldest_first"
+        walk_limit = limit if plain and newest_first else None
+        # Oldest first, a stop cuts the path on the root's side: the whole path is walked.
+        stop_type = query.stop_at_type if newest_first else None
+        stop_id = query.stop_at_id if newest_first else None
+        rows = self.db.fetch(
+            "branch_path",
+            {
+                **self.key,
+                "start": b(start) if type(start) is str else b"\x00",
+                "stop_type": None if stop_type is None else _type_column(stop_type),
+                "stop_id": None if stop_id is None else _type_column(stop_id),
+                "limit": walk_limit,
+            },
+        )
+        if not rows or type(start) is not str:
+            raise StorageValidationError(f"Unknown branch start: {js_string(start)}")
+        if limit == 0:
+            return []
+        path = [
+            EntryStructure(
+                id=s(raw_id),
+                parent_id=None if parent is None else s(parent),
+                seq=seq,
+                timestamp=timestamp,
+                type=_type_value(kind),
+                custom_type=ABSENT if custom is None else _type_value(custom),
+            )
+            for seq, raw_id, parent, kind, custom, timestamp in rows
+        ]
+        oldest_first = query.order == "oldest_first"
+        if oldest_first:
+            path.reverse()
+        if plain and query.stop_at_id is None and query.stop_at_type is None:
+            return path if limit is None else path[:limit]
+        stop_id, stop_type = query.stop_at_id, query.stop_at_type
+        want_type, want_custom, cursor = query.type, query.custom_type, query.cursor
+        result: list[EntryStructure] = []
+        for node in path:
+            stop = (stop_id is not None and node.id == stop_id) or (stop_type is not None and node.type == stop_type)
+            if (
+                (want_type is None or node.type == want_type)
+                and (want_custom is None or node.custom_type == want_custom)
+                and (cursor is None or (node.seq > cursor if oldest_first else node.seq < cursor))
+            ):
+                result.append(node)
+                if limit is not None and len(result) >= limit:
+                    break
+            if stop:
+                break
+        return result
+
+    def scan_branch(self, query: BranchScan) -> list[Entry]:
+        self._queue.check_open()
+        nodes = self._path(query)
+        if not nodes:
+            return []
+        raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": [n.seq for n in nodes]}))
+        return [decode_entry(raws[n.seq]) for n in nodes]
+
+    def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        self._queue.check_open()
+        return self._path(query)
+
+    def _seq_window(self, query: EntryScan | UsageScan) -> tuple[dict[str, Any], str]:
+        """The parameters and order of a seq-ordered scan (range and limit as pi's)."""
+        params = {
+            **self.key,
+            "from_seq": _LOWEST if query.from_seq is None else _clamped(query.from_seq),
+            "to_seq": _HIGHEST if query.to_seq is None else _clamped(query.to_seq),
+            "limit": _clamped(slice_limit(query.limit)),
+        }
+        return params, "DESC" if query.order == "desc" else "ASC"
+
+    def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
+        self._queue.check_open()
+        query = query or EntryScan()
+        params, order = self._seq_window(query)
+        params["type"] = None if query.type is None else _type_column(query.type)
+        params["custom_type"] = None if query.custom_type is None else _type_column(query.custom_type)
+        return [decode_entry(raw) for (raw,) in self.db.fetch("scan_entries", params, order=order)]
+
+    def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
+        self._queue.check_open()
+        params, order = self._seq_window(query or UsageScan())
+        return [decode_usage_row(raw) for (raw,) in self.db.fetch("scan_usage", params, order=order)]
+
+    def get_stats(self) -> SessionStats:
+        self._queue.check_open()
+        return self._read_head()[2]
+
+    # --- SupportsInventory ---------------------------------------------------------------------------
+
+    def dump_inventory(self) -> DumpInventory:
+        """Every value namespace and list address the session holds (for ``dump`` and ``copy``)."""
+        self._queue.check_open()
+        namespaces = frozenset(s(n) for (n,) in self.db.fetch("value_namespaces", self.key))
+        lists = frozenset(
+            (s(n), ABSENT if absent else s(slot)) for n, slot, absent in self.db.fetch("list_addresses", self.key)
+        )
+        return DumpInventory(value_namespaces=namespaces, list_addresses=lists)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, release the pool. Idempotent."""
+        self._queue.close(self.db.release)
+
+    def __enter__(self) -> PostgresStorage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _clamped(number: Any) -> Any:
+    """A number as a ``bigint`` parameter: integers beyond its range are cut to it (no seq is there)."""
+    if type(number) is int:
+        return max(_LOWEST, min(_HIGHEST, number))
+    return number
+
+
+def _hex_or_none(data: bytes | None) -> str | None:
+    return None if data is None else data.hex()
+
+
+def _stats_after(writes: Sequence[Write], stats: SessionStats) -> SessionStats:
+    messages, usage = stats.message_count, stats.usage
+    for write in writes:
+        if type(write) is EntryWrite:
+            messages += write.entry.type == "message"
+        elif type(write) is UsageWrite:
+            usage = add_usage(usage, summable_usage(write.row.usage))
+    return SessionStats(message_count=messages, usage=usage)
+
+
+def write_in_one_statement(
+    conn: psycopg.Connection,
+    sql: Mapping[str, str],
+    key: Mapping[str, Any],
+    prepared: Any,
+    stats: SessionStats,
+    timestamp: int,
+) -> bool:
+    """Write a commit whose writes need no order among themselves (entries, usage rows, list appends,
+    value sets of distinct addresses) as one statement with its commit record and head; False (nothing
+    sent) for any other commit."""
+    entries: list[Entry] = []
+    rows: list[UsageRow] = []
+    appends: list[ListAppend] = []
+    sets: list[ValueSet] = []
+    for write in prepared.writes:
+        kind = type(write)
+        if kind is EntryWrite:
+            entries.append(write.entry)
+        elif kind is ValueSet:
+            sets.append(write)
+        elif kind is UsageWrite:
+            rows.append(write.row)
+        elif kind is ListAppend:
+            appends.append(write)
+        else:
+            return False
+    slots = {(w.namespace, slot_of(w.key)) for w in sets}
+    if len(slots) != len(sets):
+        return False
+    after = _stats_after(prepared.writes, stats)
+    rows_json = {
+        "e": [
+            [
+                e.seq,
+                b(e.id).hex(),
+                None if e.parent_id is None else b(e.parent_id).hex(),
+                _type_column(e.type).hex(),
+                _hex_or_none(_optional_column(getattr(e, "custom_type", ABSENT))),
+                e.timestamp,
+                encode_entry(e),
+            ]
+            for e in entries
+        ],
+        "u": [[r.seq, b(r.id).hex(), dumps(usage_row_to_wire(r))] for r in rows],
+        "l": [[b(a.namespace).hex(), b(slot_of(a.key)).hex(), a.key is ABSENT, a.seq, dumps(a.value)] for a in appends],
+        "v": [[b(v.namespace).hex(), b(slot_of(v.key)).hex(), v.key is ABSENT, v.seq, dumps(v.value)] for v in sets],
+    }
+    conn.execute(
+        sql["write_commit"],
+        {
+            **key,
+            "rows": orjson.dumps(rows_json).decode(),
+            "first_seq": prepared.first_seq,
+            "next_seq": prepared.seqs[-1] + 1,
+            "id_count": len(entries) + len(rows),
+            "last_timestamp": timestamp,
+            "message_count": after.message_count,
+            "usage_total": encode_usage_total(after.usage),
+        },
+    )
+    return True
+
+
+def insert_writes(
+    conn: psycopg.Connection, sql: Mapping[str, str], key: Mapping[str, Any], writes: Iterable[Write], stats: SessionStats
+) -> SessionStats:
+    """Insert validated committed writes of session ``key``, in their order; returns the stats after them."""
+    messages, usage = stats.message_count, stats.usage
+    entries: list[Entry] = []
+    rows: list[UsageRow] = []
+    appends: list[ListAppend] = []
+
+    def flush() -> None:
+        if entries:
+            conn.execute(
+                sql["insert_entries"],
+                {
+                    **key,
+                    "seqs": [e.seq for e in entries],
+                    "ids": [b(e.id) for e in entries],
+                    "parents": [None if e.parent_id is None else b(e.parent_id) for e in entries],
+                    "types": [_type_column(e.type) for e in entries],
+                    "custom_types": [_optional_column(getattr(e, "custom_type", ABSENT)) for e in entries],
+                    "timestamps": [e.timestamp for e in entries],
+                    "raws": [encode_entry(e) for e in entries],
+                },
+            )
+            entries.clear()
+        if rows:
+            conn.execute(
+                sql["insert_usage"],
+                {
+                    **key,
+                    "seqs": [r.seq for r in rows],
+                    "ids": [b(r.id) for r in rows],
+                    "raws": [dumps(usage_row_to_wire(r)) for r in rows],
+                },
+            )
+            rows.clear()
+        if appends:
+            conn.execute(
+                sql["insert_list_elements"],
+                {
+                    **key,
+                    "namespaces": [b(a.namespace) for a in appends],
+                    "slots": [b(slot_of(a.key)) for a in appends],
+                    "key_absents": [a.key is ABSENT for a in appends],
+                    "seqs": [a.seq for a in appends],
+                    "values": [dumps(a.value) for a in appends],
+                },
+            )
+            appends.clear()
+
+    for write in writes:
+        kind = type(write)
+        if kind is EntryWrite:
+            entries.append(write.entry)  # type: ignore[attr-defined]
+            if write.entry.type == "message":  # type: ignore[attr-defined]
+                messages += 1
+        elif kind is UsageWrite:
+            rows.append(write.row)  # type: ignore[attr-defined]
+            usage = add_usage(usage, summable_usage(write.row.usage))  # type: ignore[attr-defined]
+        elif kind is ListAppend:
+            appends.append(write)  # type: ignore[arg-type]
+        else:
+            flush()  # a value write or a delete comes after what its commit wrote before it
+            at = {**key, "namespace": b(write.namespace), "slot": b(slot_of(write.key))}  # type: ignore[attr-defined]
+            if kind is ValueSet:
+                at.update(key_absent=write.key is ABSENT, seq=write.seq, value=dumps(write.value))  # type: ignore[attr-defined]
+                conn.execute(sql["upsert_value"], at)
+            elif kind is ValueDelete:
+                conn.execute(sql["delete_value"], at)
+            elif kind is ListDelete:
+                conn.execute(sql["delete_list"], at)
+            else:  # the validator refuses anything else first
+                raise StorageValidationError(f"Unsupported write: {write!r}")
+    flush()
+    return SessionStats(message_count=messages, usage=usage)
+
+
+
+def _type_value(column: bytes) -> Any:
+    data = bytes(column)
+    if data[:1] == b"\x00":
+        from sessiontree import jsjson
+
+        return jsjson.loads(data[1:])
+    return s(data)
