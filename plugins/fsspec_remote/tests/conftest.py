@@ -22,6 +22,7 @@ class CountingMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc,n
         super().__init__(ip_address="127.0.0.1", port=0, verbose=False)
         self.counts: collections.Counter[str] = collections.Counter()
         self.requests: list[tuple[str, str, str]] = []
+        self.statuses: list[tuple[str, str, str, int]] = []
         self._count_lock = threading.Lock()
 
     def _server_entry(self) -> None:
@@ -30,10 +31,17 @@ class CountingMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc,n
         app = moto_server.DomainDispatcherApplication(moto_server.create_backend_app)
 
         def counted(environ: dict[str, Any], start_response: Any) -> Any:
+            request = (environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
             with self._count_lock:
-                self.counts[environ["REQUEST_METHOD"]] += 1
-                self.requests.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")))
-            return app(environ, start_response)
+                self.counts[request[0]] += 1
+                self.requests.append(request)
+
+            def recorded(status: str, headers: Any, *rest: Any) -> Any:
+                with self._count_lock:
+                    self.statuses.append((*request, int(status.split()[0])))
+                return start_response(status, headers, *rest)
+
+            return app(environ, recorded)
 
         self._server = make_server(
             self._ip_address, self._port, counted, True, request_handler=moto_server.MotoRequestHandler
@@ -50,6 +58,7 @@ class CountingMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc,n
         with self._count_lock:
             self.counts.clear()
             self.requests.clear()
+            self.statuses.clear()
 
 
 @attrs.frozen
