@@ -4,13 +4,17 @@ HTTP requests it receives; and a bucket for the tests that want one."""
 from __future__ import annotations
 
 import collections
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper modules beside the tests (race_support, blackhole)
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'moto[server]')")
 
@@ -23,6 +27,8 @@ class CountingMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc,n
         self.counts: collections.Counter[str] = collections.Counter()
         self.requests: list[tuple[str, str, str]] = []
         self.statuses: list[tuple[str, str, str, int]] = []
+        self._in_flight = 0
+        self.max_in_flight = 0
         self._count_lock = threading.Lock()
 
     def _server_entry(self) -> None:
@@ -35,13 +41,19 @@ class CountingMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc,n
             with self._count_lock:
                 self.counts[request[0]] += 1
                 self.requests.append(request)
+                self._in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
 
             def recorded(status: str, headers: Any, *rest: Any) -> Any:
                 with self._count_lock:
                     self.statuses.append((*request, int(status.split()[0])))
                 return start_response(status, headers, *rest)
 
-            return app(environ, recorded)
+            try:
+                return app(environ, recorded)
+            finally:
+                with self._count_lock:
+                    self._in_flight -= 1
 
         self._server = make_server(
             self._ip_address, self._port, counted, True, request_handler=moto_server.MotoRequestHandler
@@ -59,6 +71,7 @@ class CountingMotoServer(moto_server.ThreadedMotoServer):  # type: ignore[misc,n
             self.counts.clear()
             self.requests.clear()
             self.statuses.clear()
+            self.max_in_flight = 0
 
 
 @attrs.frozen

@@ -16,8 +16,7 @@ import pytest
 
 from sessiontree.plugins import get_registry
 
-sys.path.insert(0, str(Path(__file__).parent))
-from race_support import append_all, open_session, options  # noqa: E402
+from race_support import append_all, open_session, options
 
 THREADS = 8
 PROCESSES = 2

@@ -46,6 +46,8 @@ def filesystem_for(protocol: str, *, timeout: float, options: Mapping[str, Any])
         config.setdefault("read_timeout", timeout)
         config.setdefault("retries", {"max_attempts": 3, "mode": "standard"})
         given["config_kwargs"] = config
+        # Above 1, s3fs sends a HEAD before every GET (to split large objects): a request per read.
+        given.setdefault("max_concurrency", 1)
     attempts = given.pop("retries", 2)
     try:
         fs = fsspec.filesystem(name, **given)

@@ -342,15 +342,14 @@ class ObjstoreStorage(StateStorage):
 def read_base(store: ObjectStore, session: str) -> tuple[JsonlHeader, SessionState, int]:
     """The header, the state of the newest snapshot (empty without one) and the seq after it."""
     snapshots = [
-        (found, name)
-        for name in store.children(layout.snapshot_prefix(session))
-        if (found := layout.snapshot_next(session, f"{session}/snap/{name}")) is not None
+        (found, key)
+        for key in store.list_after(layout.snapshot_prefix(session), "")
+        if (found := layout.snapshot_next(session, key)) is not None
     ]
     if not snapshots:
         header = parse_header(store.get(f"{session}/{layout.HEADER}"), f"{store.location}/{session}/{layout.HEADER}")
         return header, SessionState(), 1
-    next_seq, name = max(snapshots)
-    key = f"{session}/snap/{name}"
+    next_seq, key = max(snapshots)
     header, state = parse_snapshot(store.get(key), f"{store.location}/{key}")
     state.set_replayed_next_seq(next_seq)
     return header, state, next_seq
