@@ -64,12 +64,17 @@ class SnapshotPolicy:
         return (self.every > 0 and commits >= self.every) or (self.bytes > 0 and size >= self.bytes)
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class CompactReport:
-    """What :meth:`ObjstoreStorage.compact` did: the snapshot's ``next`` and how many objects it deleted."""
+    """What :meth:`ObjstoreStorage.compact` did (a :class:`~sessiontree.contracts.CompactionSummary`):
+    the snapshot's ``next``, the objects it deleted, their bytes and the snapshot's, and how many stored
+    writes the snapshot no longer holds (superseded values and list writes)."""
 
     snapshot_next: int
     deleted: int
+    bytes_before: int
+    bytes_after: int
+    writes_dropped: int
 
 
 class _LostRace(Exception):  # noqa: N818 - a signal inside commit_locked
@@ -100,6 +105,7 @@ class ObjstoreStorage(StateStorage):
         self.policy = policy or SnapshotPolicy()
         self._log_next = max(log_next, self.state.next_seq)
         self._since_snapshot = (0, 0)
+        self._stored_writes = 0  # writes in the snapshot and commits this state was built from
         self._fresh = True  # just loaded: the open-time check need not list again
 
     # --- opening -------------------------------------------------------------------------------
@@ -139,6 +145,7 @@ class ObjstoreStorage(StateStorage):
         ``FileNotFoundError`` when the session does not exist."""
         header, state, log_next = read_base(store, session)
         storage = cls(store, session, header, now=now, state=state, log_next=log_next, policy=policy)
+        storage._stored_writes = len(list(state.iter_current_writes()))
         storage._catch_up_log()
         return storage
 
@@ -215,6 +222,7 @@ class ObjstoreStorage(StateStorage):
         self._log_next = prepared.seqs[-1] + 1
         commits, total = self._since_snapshot
         self._since_snapshot = (commits + 1, total + size)
+        self._stored_writes += len(prepared.writes)
         return super().apply(prepared, persisted)
 
     def commit(self, writes: Sequence[Write], **preconditions: Any) -> CommitResult:
@@ -246,7 +254,7 @@ class ObjstoreStorage(StateStorage):
         found = layout.decode_commit(data, location=self.store.location, key=key, start=self._log_next)
         return found.txn == txn
 
-    def _catch_up_log(self) -> None:
+    def _catch_up_log(self, *, may_reload: bool = True) -> None:
         """Apply every commit another writer created after this storage's range (reloading from the
         newest snapshot when compaction deleted the objects in between)."""
         start_after = layout.commit_key(self.session, self._log_next - 1)
@@ -254,7 +262,7 @@ class ObjstoreStorage(StateStorage):
         starts = [(start, key) for key in listed if (start := layout.start_of(self.session, key)) is not None]
         if not starts:
             return
-        if starts[0][0] != self._log_next:
+        if starts[0][0] != self._log_next and may_reload:
             self._reload()
             return
         bodies = self.store.get_many([key for _, key in starts])
@@ -273,6 +281,7 @@ class ObjstoreStorage(StateStorage):
             self.floor_timestamps(_newest_timestamp(found.writes))
             commits, total = self._since_snapshot
             self._since_snapshot = (commits + 1, total + len(data))
+            self._stored_writes += len(found.writes)
 
     def _reload(self) -> None:
         header, state, log_next = read_base(self.store, self.session)
@@ -281,7 +290,8 @@ class ObjstoreStorage(StateStorage):
         self.header = header
         self._log_next = max(log_next, state.next_seq)
         self._since_snapshot = (0, 0)
-        self._catch_up_log()
+        self._stored_writes = len(list(state.iter_current_writes()))
+        self._catch_up_log(may_reload=False)
 
     # --- snapshots -----------------------------------------------------------------------------
 
@@ -319,19 +329,77 @@ class ObjstoreStorage(StateStorage):
 
         def job() -> CompactReport:
             self._catch_up_log()
-            next_seq = self.write_snapshot()
-            old_snapshots = [
-                key
-                for key in self.store.list_after(layout.snapshot_prefix(self.session), "")
-                if (found := layout.snapshot_next(self.session, key)) is not None and found < next_seq
-            ]
-            old_commits = [
-                key
-                for key in self.store.list_after(layout.log_prefix(self.session), "")
+            next_seq, data = self.snapshot_bytes()
+            kept = data.count(b"\n") - 1
+            if next_seq > 1:
+                try:
+                    self.store.create(layout.snapshot_key(self.session, next_seq), data)
+                except FileExistsError:
+                    pass
+            self._since_snapshot = (0, 0)
+            replaced = {
+                key: size
+                for key, size in self.store.sizes_after(f"{self.session}/log", "").items()
                 if (start := layout.start_of(self.session, key)) is not None and start < next_seq
-            ]
-            self.store.delete(old_snapshots + old_commits)
-            return CompactReport(next_seq, len(old_snapshots) + len(old_commits))
+            }
+            replaced.update(
+                (key, size)
+                for key, size in self.store.sizes_after(layout.snapshot_prefix(self.session), "").items()
+                if (found := layout.snapshot_next(self.session, key)) is not None and found < next_seq
+            )
+            self.store.delete(sorted(replaced))
+            dropped, self._stored_writes = max(self._stored_writes - kept, 0), kept
+            return CompactReport(
+                snapshot_next=next_seq,
+                deleted=len(replaced),
+                bytes_before=sum(replaced.values()),
+                bytes_after=len(data),
+                writes_dropped=dropped,
+            )
+
+        return self.run_ordered(job)
+
+    # --- export (sessiontree dump / copy) --------------------------------------------------------
+
+    def export_header(self) -> dict[str, Any]:
+        """The header as a snapshot of the current state writes it (:class:`~sessiontree.contracts.SupportsExport`)."""
+        with self.state_lock:
+            writes = list(self.state.iter_current_writes())
+            next_seq = self._log_next
+        last = writes[-1].seq + 1 if writes else 1  # type: ignore[operator]
+        header = self.header.with_next_seq(next_seq) if next_seq > last else self.header
+        return header.to_wire()
+
+    def is_legacy_v3(self) -> bool:
+        return False
+
+    def committed_transactions(self) -> list[tuple[Write, ...]]:
+        """The stored transactions in seq order: the newest snapshot's lines (when compaction deleted
+        the commits before it), then every commit object after."""
+
+        def job() -> list[tuple[Write, ...]]:
+            commits = self.store.list_after(f"{self.session}/log", "")
+            starts = [(start, key) for key in commits if (start := layout.start_of(self.session, key)) is not None]
+            transactions: list[tuple[Write, ...]] = []
+            if not starts or starts[0][0] != 1:
+                snapshots = [
+                    (found, key)
+                    for key in self.store.list_after(layout.snapshot_prefix(self.session), "")
+                    if (found := layout.snapshot_next(self.session, key)) is not None
+                ]
+                if snapshots:
+                    base, key = max(snapshots)
+                    lines = self.store.get(key).split(b"\n")[1:]
+                    transactions.extend(tuple(decode_transaction(line)) for line in lines if line.strip())
+                    starts = [(start, key) for start, key in starts if start >= base]
+            bodies = self.store.get_many([key for _, key in starts])
+            for start, key in starts:
+                data = bodies[key]
+                if data is not None:
+                    found = layout.decode_commit(data, location=self.store.location, key=key, start=start)
+                    if found.writes:
+                        transactions.append(found.writes)
+            return transactions
 
         return self.run_ordered(job)
 

@@ -129,21 +129,25 @@ class ObjectStore:
     def list_after(self, prefix: str, start_after: str) -> list[str]:
         """The keys under ``prefix`` (recursively) that sort after ``start_after``, sorted. On S3 one
         ListObjectsV2 with ``StartAfter`` (a page per 1,000 keys); elsewhere a listing filtered here."""
+        return sorted(self.sizes_after(prefix, start_after))
+
+    def sizes_after(self, prefix: str, start_after: str) -> dict[str, int]:
+        """:meth:`list_after` with each key's size."""
         try:
             if self._s3:
                 return self._s3_list_after(prefix, start_after)
-            found = self.fs.find(self.path(prefix), **self._bounded())
+            found = self.fs.find(self.path(prefix), detail=True, **self._bounded())
         except FileNotFoundError:
-            return []
+            return {}
         except Exception as error:
             raise translate(error, "list", self.location, prefix) from error
-        keys = (self._key(path) for path in found)
-        return sorted(key for key in keys if key > start_after and not _is_temp(key))
+        sizes = {self._key(path): int(info.get("size") or 0) for path, info in found.items()}
+        return {key: size for key, size in sizes.items() if key > start_after and not _is_temp(key)}
 
-    def _s3_list_after(self, prefix: str, start_after: str) -> list[str]:
+    def _s3_list_after(self, prefix: str, start_after: str) -> dict[str, int]:
         bucket, _, root = self.path(prefix).partition("/")
         head = f"{self.root.partition('/')[2]}/" if "/" in self.root else ""
-        keys: list[str] = []
+        sizes: dict[str, int] = {}
         arguments: dict[str, Any] = {
             "Bucket": bucket,
             "Prefix": f"{root}/",
@@ -151,9 +155,10 @@ class ObjectStore:
         }
         while True:
             page = self.fs.call_s3("list_objects_v2", **arguments, **self._bounded())
-            keys.extend(item["Key"][len(head) :] for item in page.get("Contents", ()))
+            for item in page.get("Contents", ()):
+                sizes[item["Key"][len(head) :]] = int(item.get("Size", 0))
             if not page.get("IsTruncated"):
-                return keys
+                return sizes
             arguments["ContinuationToken"] = page["NextContinuationToken"]
             arguments.pop("StartAfter", None)
 
