@@ -109,7 +109,7 @@ def test_copy_from_pi_jsonl_to_the_object_store_and_back_is_byte_identical(tmp_p
 
 
 def test_a_missing_bucket_is_named_with_what_to_do(moto_s3: Any) -> None:
-    from conftest import s3_options
+    from sessiontree_fsspec_remote.testing import s3_options
 
     backend = get_registry().backend(
         "objstore", url="objstore+s3://no-such-bucket/sessions", storage_options=s3_options(moto_s3.endpoint), timeout=10
