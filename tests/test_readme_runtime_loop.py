@@ -1,4 +1,5 @@
-"""The README's runtime loop ("Using it") runs, as written there, on the memory and JSONL backends.
+"""The README's runtime loop ("Using it") runs, as written there, on the memory, JSONL and object-store
+backends.
 
 The code block is read from README.md at test time, so the README and this test cannot drift; only the
 ``URL = "memory://"`` line is swapped for the backend under test.
@@ -58,6 +59,23 @@ def test_the_loop_runs_on_jsonl_and_its_sessions_persist(tmp_path: Path) -> None
                 "modelId": "claude-sonnet-4-5",
             }
             assert session.get_value(lane_state("main")) is not None
+        forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
+        assert len(forks) == 1
+        with repo.open(forks[0].id) as retry:
+            contents = [message["content"] for message in retry.context("main")]
+            assert contents[0] == "hello" and contents[-1] == "say more"
+
+
+def test_the_loop_runs_on_the_object_store_and_its_sessions_persist(tmp_path: Path) -> None:
+    pytest.importorskip("sessiontree_fsspec_remote", reason="pip install sessiontree-fsspec-remote")
+    url = f"objstore+file://{tmp_path / 'bucket'}?cwd=/srv/project"
+    namespace = run_loop(url)
+    session_id = namespace["session_id"]
+    assert (tmp_path / "bucket" / session_id / "header.json").is_file()
+    with sessiontree.open_repo(url) as repo:
+        with repo.open(session_id) as session:
+            roles = [message["role"] for message in session.context("main")]
+            assert roles == ["user", "assistant", "user"]
         forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         assert len(forks) == 1
         with repo.open(forks[0].id) as retry:
