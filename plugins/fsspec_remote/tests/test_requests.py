@@ -109,7 +109,7 @@ def test_a_hung_server_makes_an_append_time_out_with_nothing_written(s3_bucket: 
     with pytest.raises(ObjectStoreTimeoutError) as raised:
         main.append_message(_message("lost"))
     elapsed = time.monotonic() - started
-    assert elapsed < 2 * 3  # the 2 s limit (one bounded call), with room for a loaded machine
+    assert elapsed < 2 * 5  # the 2 s limit bounds the one call; room for a loaded, shared 2-CPU machine
     assert "s3://" in str(raised.value) and "/log/" in str(raised.value)
     assert session.find_entries(order="asc") == before  # nothing applied
     session_id = session.metadata.id

@@ -300,15 +300,12 @@ class ObjstoreStorage(StateStorage):
         with self.state_lock:
             next_seq = self._log_next
             writes = list(self.state.iter_current_writes())
-        header = self.header
-        last = writes[-1].seq + 1 if writes else 1  # type: ignore[operator]
-        if next_seq > last:
-            header = header.with_next_seq(next_seq)
+        header = self._snapshot_header(writes, next_seq)
         lines = [header.encode(), *(encode_transaction_bytes((w,)) + b"\n" for w in writes)]
         return next_seq, b"".join(lines)
 
-    def write_snapshot(self) -> int:
-        """Create the snapshot of the current state (a duplicate create is harmless); its ``next``."""
+    def write_snapshot(self) -> tuple[int, bytes]:
+        """Create the snapshot of the current state (a duplicate create is harmless); its ``next`` and bytes."""
         next_seq, data = self.snapshot_bytes()
         if next_seq > 1:
             try:
@@ -316,7 +313,7 @@ class ObjstoreStorage(StateStorage):
             except FileExistsError:
                 pass
         self._since_snapshot = (0, 0)
-        return next_seq
+        return next_seq, data
 
     def _snapshot_quietly(self) -> None:
         try:
@@ -329,23 +326,16 @@ class ObjstoreStorage(StateStorage):
 
         def job() -> CompactReport:
             self._catch_up_log()
-            next_seq, data = self.snapshot_bytes()
+            next_seq, data = self.write_snapshot()
             kept = data.count(b"\n") - 1
-            if next_seq > 1:
-                try:
-                    self.store.create(layout.snapshot_key(self.session, next_seq), data)
-                except FileExistsError:
-                    pass
-            self._since_snapshot = (0, 0)
             replaced = {
                 key: size
                 for key, size in self.store.sizes_after(f"{self.session}/log", "").items()
                 if (start := layout.start_of(self.session, key)) is not None and start < next_seq
             }
+            sizes = self.store.sizes_after(layout.snapshot_prefix(self.session), "")
             replaced.update(
-                (key, size)
-                for key, size in self.store.sizes_after(layout.snapshot_prefix(self.session), "").items()
-                if (found := layout.snapshot_next(self.session, key)) is not None and found < next_seq
+                (key, size) for key, size in sizes.items() if (layout.snapshot_next(self.session, key) or next_seq) < next_seq
             )
             self.store.delete(sorted(replaced))
             dropped, self._stored_writes = max(self._stored_writes - kept, 0), kept
@@ -366,9 +356,13 @@ class ObjstoreStorage(StateStorage):
         with self.state_lock:
             writes = list(self.state.iter_current_writes())
             next_seq = self._log_next
+        return self._snapshot_header(writes, next_seq).to_wire()
+
+    def _snapshot_header(self, writes: Sequence[Write], next_seq: int) -> JsonlHeader:
+        """The header a file of ``writes`` ending before ``next_seq`` needs: ``nextSeq`` when seqs past
+        its last write are taken (a fork's, or deleted superseded writes')."""
         last = writes[-1].seq + 1 if writes else 1  # type: ignore[operator]
-        header = self.header.with_next_seq(next_seq) if next_seq > last else self.header
-        return header.to_wire()
+        return self.header.with_next_seq(next_seq) if next_seq > last else self.header
 
     def is_legacy_v3(self) -> bool:
         return False
@@ -382,11 +376,7 @@ class ObjstoreStorage(StateStorage):
             starts = [(start, key) for key in commits if (start := layout.start_of(self.session, key)) is not None]
             transactions: list[tuple[Write, ...]] = []
             if not starts or starts[0][0] != 1:
-                snapshots = [
-                    (found, key)
-                    for key in self.store.list_after(layout.snapshot_prefix(self.session), "")
-                    if (found := layout.snapshot_next(self.session, key)) is not None
-                ]
+                snapshots = [(found, key) for key, found in snapshots_of(self.store, self.session).items()]
                 if snapshots:
                     base, key = max(snapshots)
                     lines = self.store.get(key).split(b"\n")[1:]
@@ -407,13 +397,18 @@ class ObjstoreStorage(StateStorage):
         return f"ObjstoreStorage({self.store.location}/{self.session})"
 
 
-def read_base(store: ObjectStore, session: str) -> tuple[JsonlHeader, SessionState, int]:
-    """The header, the state of the newest snapshot (empty without one) and the seq after it."""
-    snapshots = [
-        (found, key)
+def snapshots_of(store: ObjectStore, session: str) -> dict[str, int]:
+    """The session's snapshot keys (one listing), each with its ``next``."""
+    return {
+        key: found
         for key in store.list_after(layout.snapshot_prefix(session), "")
         if (found := layout.snapshot_next(session, key)) is not None
-    ]
+    }
+
+
+def read_base(store: ObjectStore, session: str) -> tuple[JsonlHeader, SessionState, int]:
+    """The header, the state of the newest snapshot (empty without one) and the seq after it."""
+    snapshots = [(found, key) for key, found in snapshots_of(store, session).items()]
     if not snapshots:
         header = parse_header(store.get(f"{session}/{layout.HEADER}"), f"{store.location}/{session}/{layout.HEADER}")
         return header, SessionState(), 1
