@@ -30,6 +30,8 @@ class BenchBackend:
     name: str
     persistent: bool
     open_repo: Callable[[Path], SessionRepo]
+    requests: Callable[[], int] | None = None
+    """How many requests the backend's server has received so far (a remote backend's), or ``None``."""
 
     def create_options(self, repo: SessionRepo) -> dict[str, Any]:
         """Options for ``repo.create`` beyond the id: ``cwd="/bench"`` where the repository takes a cwd
@@ -47,6 +49,9 @@ _LAYOUT_SUFFIX = {"sqlite": "/"}
 
 
 def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchBackend:
+    if name == "objstore":
+        return _objstore_backend(registry)
+
     def open_repo(directory: Path) -> SessionRepo:
         if name in SERVER_BACKENDS:
             return registry.open_repo(server_url(name, directory))
@@ -54,6 +59,35 @@ def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchB
         return registry.open_repo(url)
 
     return BenchBackend(name=name, persistent=persistent, open_repo=open_repo)
+
+
+_MOTO: list[Any] = []  # the one local S3 server of this process, started on first use
+
+
+def _objstore_backend(registry: Registry) -> BenchBackend:
+    """The object-store backend on a local moto S3 server (127.0.0.1), one bucket per process and one
+    prefix per scratch directory; ``requests()`` counts what the server received."""
+
+    def server() -> Any:
+        if not _MOTO:
+            from sessiontree_fsspec_remote.testing import CountingMotoServer
+
+            moto = CountingMotoServer()
+            moto.start()
+            moto.create_bucket("bench")
+            _MOTO.append(moto)
+        return _MOTO[0]
+
+    def open_repo(directory: Path) -> SessionRepo:
+        from sessiontree_fsspec_remote.testing import s3_options
+
+        moto = server()
+        prefix = f"{directory.name}-{abs(hash(str(directory))):x}"
+        return registry.open_repo(f"objstore+s3://bench/{prefix}", storage_options=s3_options(moto.endpoint))
+
+    return BenchBackend(
+        name="objstore", persistent=True, open_repo=open_repo, requests=lambda: sum(server().counts.values())
+    )
 
 
 def discover_backends(registry: Registry | None = None) -> list[BenchBackend]:

@@ -39,6 +39,13 @@ def _cell(value: object) -> str:
 
 
 def results_table(results: Sequence[Result], *, markdown: bool = False) -> str:
+    """The rows; with a ``requests`` column (per sample) when a remote backend counted its server's."""
+    if any(r.requests is not None for r in results):
+        return table(
+            ["backend", "scenario", "dataset", "median_ms", "min_ms", "n", "requests"],
+            [[r.backend, r.scenario, r.dataset, r.median_ms, r.min_ms, r.n, r.requests] for r in results],
+            markdown=markdown,
+        )
     return table(
         ["backend", "scenario", "dataset", "median_ms", "min_ms", "n"],
         [[r.backend, r.scenario, r.dataset, r.median_ms, r.min_ms, r.n] for r in results],

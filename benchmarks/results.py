@@ -31,13 +31,18 @@ class Result:
     median_ms: float
     min_ms: float
     n: int
+    requests: float | None = None
+    """Requests the backend's server received per sample (a remote backend's rows only)."""
 
     @property
     def key(self) -> RowKey:
         return (self.backend, self.scenario, self.dataset)
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        row = attrs.asdict(self)
+        if row["requests"] is None:
+            del row["requests"]
+        return row
 
 
 def result_from_samples(backend: str, scenario: str, dataset: str, samples_ms: Sequence[float]) -> Result:

@@ -129,42 +129,57 @@ def _read_scenarios(dataset: LinearDataset) -> list[tuple[str, Callable[[Session
     ]
 
 
+def _requests(backend: BenchBackend) -> int | None:
+    return backend.requests() if backend.requests is not None else None
+
+
+def _row(backend: BenchBackend, scenario: str, dataset: str, samples: list[float], since: int | None) -> Result:
+    """A row; for a backend that counts its server's requests, with the requests per sample since ``since``."""
+    row = result_from_samples(backend.name, scenario, dataset, samples)
+    now = _requests(backend)
+    if since is None or now is None:
+        return row
+    return attrs.evolve(row, requests=round((now - since) / len(samples), 2))
+
+
 def _run_storage_dataset(backend: BenchBackend, dataset: LinearDataset, reps: int) -> list[Result]:
     rows = []
     with _scratch_repo(backend) as repo:
         options = backend.create_options(repo)
+        since = _requests(backend)
         start = time.perf_counter_ns()
         session = repo.create(id=_SOURCE_ID, **options)
         seed_session(session, dataset)
-        rows.append(
-            result_from_samples(backend.name, "seed (250-entry commits)", dataset.name, [_ms_since(start)])
-        )
+        rows.append(_row(backend, "seed (250-entry commits)", dataset.name, [_ms_since(start)], since))
         metadata = session.metadata
         if backend.persistent:
             session.close()
             opens = []
+            since = _requests(backend)
             for _ in range(reps):
                 start = time.perf_counter_ns()
                 reopened = repo.open(metadata)
                 opens.append(_ms_since(start))
                 reopened.close()
-            rows.append(result_from_samples(backend.name, "open closed session", dataset.name, opens))
+            rows.append(_row(backend, "open closed session", dataset.name, opens, since))
             session = repo.open(metadata)
         for name, run, expected in _read_scenarios(dataset):
             samples = []
+            since = _requests(backend)
             for _ in range(reps):
                 start = time.perf_counter_ns()
                 got = run(session)
                 samples.append(_ms_since(start))
                 _check(f"{backend.name} {name}", got, expected)
-            rows.append(result_from_samples(backend.name, name, dataset.name, samples))
+            rows.append(_row(backend, name, dataset.name, samples, since))
         main = session.create_branch("main", dataset.tip_id)
         appends = []
+        since = _requests(backend)
         for _ in range(APPEND_COUNT):
             start = time.perf_counter_ns()
             main.append_message(_APPENDED_MESSAGE)
             appends.append(_ms_since(start))
-        rows.append(result_from_samples(backend.name, "append one message to branch", dataset.name, appends))
+        rows.append(_row(backend, "append one message to branch", dataset.name, appends, since))
         session.close()
     return rows
 
@@ -172,17 +187,19 @@ def _run_storage_dataset(backend: BenchBackend, dataset: LinearDataset, reps: in
 def _run_catalog(backend: BenchBackend, catalog: CatalogDataset, reps: int) -> list[Result]:
     with _scratch_repo(backend) as repo:
         options = backend.create_options(repo)
+        since = _requests(backend)
         start = time.perf_counter_ns()
         for index in range(catalog.session_count):
             repo.create(id=session_id(index), **options).close()
-        created = result_from_samples(backend.name, "create+close sessions", catalog.name, [_ms_since(start)])
+        created = _row(backend, "create+close sessions", catalog.name, [_ms_since(start)], since)
         samples = []
+        since = _requests(backend)
         for _ in range(min(reps, 5)):
             start = time.perf_counter_ns()
             count = len(repo.list())
             samples.append(_ms_since(start))
             _check(f"{backend.name} list sessions", count, catalog.session_count)
-    return [created, result_from_samples(backend.name, "list sessions", catalog.name, samples)]
+    return [created, _row(backend, "list sessions", catalog.name, samples, since)]
 
 
 def _seed_fork_source(repo: SessionRepo, dataset: LinearDataset, options: dict[str, Any]) -> Session:

@@ -122,7 +122,11 @@ def test_every_scenario_runs_with_pi_row_shape(name: str) -> None:
     ]
     assert [(r.scenario, r.dataset, r.n) for r in rows] == expected
     assert all(r.backend == name and 0 <= r.min_ms <= r.median_ms for r in rows)
-    assert set(rows[0].to_json()) == {"backend", "scenario", "dataset", "median_ms", "min_ms", "n"}
+    counted = {"requests"} if backend.requests is not None else set()
+    assert set(rows[0].to_json()) == {"backend", "scenario", "dataset", "median_ms", "min_ms", "n"} | counted
+    if counted:  # a remote backend reports its server's requests beside every row's times
+        appends = [r for r in rows if r.scenario == "append one message to branch"]
+        assert appends and all(r.requests == 1 for r in appends)
 
 
 def test_memory_is_discovered_through_the_registry() -> None:

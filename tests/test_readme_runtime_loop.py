@@ -1,6 +1,6 @@
-"""The README's runtime loop ("Using it") runs, as written there, on the memory, JSONL, SQLite and PostgreSQL
-backends (PostgreSQL: a ``sessiontree_test_`` schema on the server ``SESSIONTREE_TEST_POSTGRES_URL`` names,
-dropped afterwards; skipped without a server).
+"""The README's runtime loop ("Using it") runs, as written there, on the memory, JSONL, SQLite, PostgreSQL
+and object-store backends (PostgreSQL: a ``sessiontree_test_`` schema on the server
+``SESSIONTREE_TEST_POSTGRES_URL`` names, dropped afterwards; skipped without a server).
 
 The code block is read from README.md at test time, so the README and this test cannot drift; only the
 ``URL = "memory://"`` line is swapped for the backend under test.
@@ -107,6 +107,23 @@ def test_the_loop_runs_on_postgres_and_its_sessions_persist(postgres_url: str) -
         with repo.open(session_id) as session:
             assert [message["role"] for message in session.context("main")] == ["user", "assistant", "user"]
             assert session.get_value(lane_state("main")) is not None
+        forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
+        assert len(forks) == 1
+        with repo.open(forks[0].id) as retry:
+            contents = [message["content"] for message in retry.context("main")]
+            assert contents[0] == "hello" and contents[-1] == "say more"
+
+
+def test_the_loop_runs_on_the_object_store_and_its_sessions_persist(tmp_path: Path) -> None:
+    pytest.importorskip("sessiontree_fsspec_remote", reason="pip install sessiontree-fsspec-remote")
+    url = f"objstore+file://{tmp_path / 'bucket'}?cwd=/srv/project"
+    namespace = run_loop(url)
+    session_id = namespace["session_id"]
+    assert (tmp_path / "bucket" / session_id / "header.json").is_file()
+    with sessiontree.open_repo(url) as repo:
+        with repo.open(session_id) as session:
+            roles = [message["role"] for message in session.context("main")]
+            assert roles == ["user", "assistant", "user"]
         forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         assert len(forks) == 1
         with repo.open(forks[0].id) as retry:

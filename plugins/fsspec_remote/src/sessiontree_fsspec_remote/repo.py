@@ -1,0 +1,187 @@
+"""``ObjstoreSessionRepo``: the sessions under one prefix of an object store.
+
+On :class:`~sessiontree.kit.KitSessionRepo`; the store, not this process, is the catalog: ``create``
+creates the header object create-only (an id taken by any process is ``SessionExistsError``);
+``open``/``fork``/``delete`` of a session this repository has not seen load it from the store;
+``list`` is one delimited listing of the prefix (a page per 1,000 sessions) plus concurrent header GETs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from sessiontree.arguments import check_create_arguments
+from sessiontree.admission import notify_admitted
+from sessiontree.contracts import ForkOptions, Storage
+from sessiontree.errors import SessionExistsError, SessionNotFoundError, SessionOpenError
+from sessiontree.kit import KitSessionRepo, SessionHandle
+from sessiontree.kit.repo import _Record
+from sessiontree.model import SessionMetadata
+from sessiontree.owners import OWNER_KEY, Owner
+from sessiontree_jsonl.header import JsonlHeader
+
+from . import layout
+from .storage import CompactReport, ObjstoreStorage, SnapshotPolicy, parse_header
+from .store import ObjectStore
+
+__all__ = ["ObjstoreSessionRepo"]
+
+
+class ObjstoreSessionRepo(KitSessionRepo):
+    """A :class:`sessiontree.contracts.SessionRepo` over ``store``. ``default_cwd`` is the working
+    directory recorded for sessions created without one (pi's header requires one)."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        now: Callable[[], int] | None = None,
+        policy: SnapshotPolicy | None = None,
+        default_cwd: str | None = None,
+    ) -> None:
+        super().__init__(now=now)
+        self.store = store
+        self.policy = policy or SnapshotPolicy()
+        self.default_cwd = default_cwd or os.getcwd()
+
+    def __repr__(self) -> str:
+        return f"ObjstoreSessionRepo({self.store.location!r})"
+
+    # --- creating ------------------------------------------------------------------------------
+
+    def _create(
+        self, session_id: str | None, parent_session_id: str | None, cwd: str | None, owner: Owner | None
+    ) -> SessionHandle:
+        self._assert_open()
+        check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
+        extra = None if owner is None else {OWNER_KEY: owner.to_json()}
+        metadata = self._new_metadata(session_id, parent_session_id, extra)
+        header = self._header(metadata, cwd)
+        handle = self._publish(header.metadata(), lambda: self._create_storage(header))
+        notify_admitted()
+        return handle
+
+    def _header(self, metadata: SessionMetadata, cwd: str | None) -> JsonlHeader:
+        return JsonlHeader.new(
+            id=metadata.id,
+            created_at=metadata.created_at,
+            cwd=cwd or self.default_cwd,
+            parent_session_id=metadata.parent_session_id,
+            extra=metadata.extra,
+        )
+
+    def _create_storage(self, header: JsonlHeader, state: Any = None) -> ObjstoreStorage:
+        try:
+            return ObjstoreStorage.create(self.store, header, state=state, now=self.now, policy=self.policy)
+        except FileExistsError:
+            raise SessionExistsError(f"Session already exists: {header.id}") from None
+
+    def new_storage(self, metadata: SessionMetadata) -> ObjstoreStorage:
+        return self._create_storage(self._header(metadata, metadata.cwd))
+
+    def fork_storage(self, source: Storage, options: ForkOptions, metadata: SessionMetadata) -> Storage:
+        """The fork of ``source`` (caught up first) as a new session whose first commit holds it."""
+        assert isinstance(source, ObjstoreStorage)
+
+        def capture() -> Any:
+            source._catch_up_log()
+            with source.state_lock:
+                return source.state.fork(options)
+
+        state = source.run_ordered(capture)
+        header = JsonlHeader.new(
+            id=metadata.id,
+            created_at=metadata.created_at,
+            cwd=source.header.cwd,
+            parent_session_id=metadata.parent_session_id,
+            extra=metadata.extra,
+        )
+        return self._create_storage(header, state)
+
+    # --- the store is the catalog --------------------------------------------------------------
+
+    def _load(self, session_id: str) -> None:
+        """Make sure a record exists for a stored session this repository has not seen."""
+        with self._lock:
+            if session_id in self._records:
+                return
+        try:
+            storage = ObjstoreStorage.load(self.store, session_id, now=self.now, policy=self.policy)
+        except FileNotFoundError:
+            raise SessionNotFoundError(f"Unknown session: {session_id}") from None
+        with self._lock:
+            if session_id in self._records:
+                storage.close()
+                return
+            self._records[session_id] = _Record(storage.metadata, storage, None, open=False)
+            self._catalog[session_id] = storage.metadata
+
+    def open(self, metadata: SessionMetadata | str) -> SessionHandle:
+        self._assert_open()
+        session_id = metadata if isinstance(metadata, str) else metadata.id
+        if _invalid_id(session_id):
+            raise SessionNotFoundError(f"Unknown session: {session_id}")
+        self._load(session_id)
+        return super().open(session_id)
+
+    def fork(self, source: SessionMetadata, options: ForkOptions) -> SessionHandle:
+        self._assert_open()
+        self._load(source.id)
+        return super().fork(source, options)
+
+    def delete(self, metadata: SessionMetadata) -> None:
+        """Delete a closed session: its commits and snapshots, then its header."""
+        self._assert_open()
+        self._load(metadata.id)
+        with self._lock:
+            record = self._records.get(metadata.id)
+            if record is not None and record.open:
+                raise SessionOpenError(f"Session is open: {metadata.id}")
+        super().delete(metadata)
+        session = metadata.id
+        objects = self.store.list_after(f"{session}/log", "") + self.store.list_after(f"{session}/snap", "")
+        self.store.delete(objects)
+        self.store.delete([f"{session}/{layout.HEADER}"])
+
+    def stored_sessions(self, ref: SessionMetadata | str) -> list[SessionMetadata]:
+        session_id = ref if isinstance(ref, str) else ref.id
+        if _invalid_id(session_id):
+            return []
+        with self._lock:
+            record = self._records.get(session_id)
+        if record is not None:
+            return [record.metadata]
+        key = f"{session_id}/{layout.HEADER}"
+        try:
+            return [parse_header(self.store.get(key), f"{self.store.location}/{key}").metadata()]
+        except FileNotFoundError:
+            return []
+
+    def list(self, **_options: Any) -> list[SessionMetadata]:
+        """Every stored session's metadata, oldest first: one listing, concurrent header reads."""
+        self._assert_open()
+        names = self.store.children()
+        keys = [f"{name}/{layout.HEADER}" for name in names]
+        found = self.store.get_many(keys)
+        listed = [
+            parse_header(data, f"{self.store.location}/{key}").metadata()
+            for key, data in found.items()
+            if data is not None
+        ]
+        return sorted(listed, key=lambda metadata: (metadata.created_at, metadata.id))
+
+    def compact(self, metadata: SessionMetadata | str) -> CompactReport:
+        """Snapshot a session and delete the commits and snapshots the snapshot makes redundant."""
+        session_id = metadata if isinstance(metadata, str) else metadata.id
+        self._load(session_id)
+        with self._lock:
+            storage = self._records[session_id].storage
+        assert isinstance(storage, ObjstoreStorage)
+        return storage.compact()
+
+
+def _invalid_id(session_id: object) -> bool:
+    return not isinstance(session_id, str) or not session_id or "/" in session_id or session_id in (".", "..")
+
