@@ -68,6 +68,13 @@ KNOWN_BACKENDS: Mapping[str, KnownBackend] = MappingProxyType(
                 description="sessions in an object store (S3, GCS, Azure) through fsspec",
             ),
             KnownBackend(
+                name="postgres",
+                plugin="postgres",
+                distribution="sessiontree-postgres",
+                install_hint="pip install sessiontree-postgres",
+                description="one shared PostgreSQL database, many processes, tenant-bound",
+            ),
+            KnownBackend(
                 name="sqlite",
                 plugin="sqlite",
                 distribution="sessiontree-sqlite",
