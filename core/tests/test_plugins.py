@@ -661,9 +661,10 @@ def test_describe_lists_backends_with_capabilities_and_plugins_with_hooks() -> N
 def test_describe_all_adds_the_project_backends_that_are_not_installed_and_the_core_plugin() -> None:
     listing = registry_with(("p", BackendsPlugin(spec("memory")))).describe(include_all=True)
     missing = {entry["name"]: entry for entry in listing["backends"] if not entry["installed"]}
-    assert sorted(missing) == ["jsonl", "objstore", "sqlite"]
+    assert sorted(missing) == ["jsonl", "objstore", "postgres", "sqlite"]
     assert missing["objstore"]["distribution"] == "sessiontree-fsspec-remote"
     assert missing["sqlite"]["install_hint"] == "pip install sessiontree-sqlite"
+    assert missing["postgres"]["install_hint"] == "pip install sessiontree-postgres"
     assert "sessiontree.core" in {entry["name"] for entry in listing["plugins"]}
 
 
