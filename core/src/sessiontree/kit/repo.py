@@ -129,6 +129,21 @@ class KitSessionRepo:
                 self._pending.discard(metadata.id)
         return self._handle(record, session)
 
+    def adopt_stored(self, metadata: SessionMetadata, storage: Storage) -> bool:
+        """Register a session that is already stored (its storage loaded by the backend, e.g. from a store
+        another process wrote) as closed, so that :meth:`open`, :meth:`fork` and :meth:`delete` find it.
+
+        :returns: ``False`` when this repository already knows ``metadata.id`` (or is creating it): the
+            record is left as it was and ``storage`` is the caller's to close.
+        """
+        self._assert_open()
+        with self._lock:
+            if metadata.id in self._records or metadata.id in self._pending:
+                return False
+            self._records[metadata.id] = _Record(metadata, storage, None, open=False)
+            self._catalog[metadata.id] = metadata
+        return True
+
     # --- SessionRepo ---------------------------------------------------------------------------
 
     def create(

@@ -17,7 +17,6 @@ from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions, Storage
 from sessiontree.errors import SessionExistsError, SessionNotFoundError, SessionOpenError
 from sessiontree.kit import KitSessionRepo, SessionHandle
-from sessiontree.kit.repo import _Record
 from sessiontree.model import SessionMetadata
 from sessiontree.owners import OWNER_KEY, Owner
 from sessiontree_jsonl.header import JsonlHeader
@@ -111,12 +110,8 @@ class ObjstoreSessionRepo(KitSessionRepo):
             storage = ObjstoreStorage.load(self.store, session_id, now=self.now, policy=self.policy)
         except FileNotFoundError:
             raise SessionNotFoundError(f"Unknown session: {session_id}") from None
-        with self._lock:
-            if session_id in self._records:
-                storage.close()
-                return
-            self._records[session_id] = _Record(storage.metadata, storage, None, open=False)
-            self._catalog[session_id] = storage.metadata
+        if not self.adopt_stored(storage.metadata, storage):
+            storage.close()
 
     def open(self, metadata: SessionMetadata | str) -> SessionHandle:
         self._assert_open()
