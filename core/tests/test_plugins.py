@@ -29,6 +29,7 @@ from sessiontree.hookspecs import (
     hookimpl,
 )
 from sessiontree.model import CustomEntry, JsonValue
+from sessiontree.fs import LocalFileSystem
 from sessiontree.plugins import URL_ENV, Registry, default_url, get_registry
 
 # --- test doubles -----------------------------------------------------------------------------------------
@@ -416,7 +417,7 @@ def test_resolve_filesystem_uses_the_registered_factory() -> None:
     filesystem = registry.resolve_filesystem("s3", "objstore+s3://bucket/p", {"region": "eu"})
     assert isinstance(filesystem, FakeFileSystem)
     assert (filesystem.url, filesystem.options) == ("objstore+s3://bucket/p", {"region": "eu"})
-    assert [s.name for s in registry.filesystems()] == ["s3"]
+    assert [s.name for s in registry.filesystems()] == ["file", "s3"]
 
 
 def test_a_resolve_filesystem_hook_answers_before_the_registered_filesystems() -> None:
@@ -445,7 +446,7 @@ def test_an_unknown_filesystem_protocol_gives_the_install_hint() -> None:
     with pytest.raises(BackendNotFoundError) as excinfo:
         Registry(autoload=False).resolve_filesystem("s3", "objstore+s3://bucket")
     assert "pip install 'sessiontree-fsspec-remote[s3]'" in str(excinfo.value)
-    assert "Registered filesystems: (none)." in str(excinfo.value)
+    assert "Registered filesystems: file." in str(excinfo.value)
 
 
 def test_a_filesystem_protocol_registered_twice_is_a_conflict() -> None:
@@ -455,6 +456,36 @@ def test_a_filesystem_protocol_registered_twice_is_a_conflict() -> None:
     )
     with pytest.raises(BackendConflictError, match="dist-a.*dist-b"):
         registry.resolve_filesystem("s3", "objstore+s3://bucket")
+
+
+def test_the_core_alone_resolves_the_file_filesystem_it_registers(tmp_path: Path) -> None:
+    registry = Registry(autoload=False)  # only the core's own plugin
+    filesystem = registry.resolve_filesystem("file", "jsonl+file://sessions", {"cwd": str(tmp_path)})
+    assert isinstance(filesystem, LocalFileSystem)
+    assert filesystem.absolute("sessions") == str(tmp_path / "sessions")
+    listed = registry.describe()["filesystems"]
+    assert [(entry["name"], entry["plugin"], entry["factory"]) for entry in listed] == [
+        ("file", "sessiontree.core", "sessiontree.fs:open_local_filesystem")
+    ]
+
+
+def test_the_file_filesystem_names_an_option_it_does_not_take() -> None:
+    with pytest.raises(PluginError, match=r"'jsonl:///x'.*only the option cwd=, got region"):
+        Registry(autoload=False).resolve_filesystem("file", "jsonl:///x", {"region": "eu"})
+
+
+def test_a_plugin_answers_for_file_before_the_core_and_cannot_register_it_again() -> None:
+    answer = object()
+
+    class Resolver:
+        @hookimpl
+        def resolve_filesystem(self, protocol: str, url: str, options: Mapping[str, Any]) -> object | None:
+            return answer if protocol == "file" else None
+
+    assert registry_with(("resolver", Resolver())).resolve_filesystem("file", "jsonl:///x") is answer
+    registry = registry_with(("fs", FileSystemsPlugin(filesystem_spec("file")), "dist-fs"))
+    with pytest.raises(BackendConflictError, match="'sessiontree.core'.*dist-fs"):
+        registry.resolve_filesystem("file", "jsonl:///x")
 
 
 # --- entry projectors --------------------------------------------------------------------------------------

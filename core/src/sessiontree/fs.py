@@ -33,6 +33,7 @@ __all__ = [
     "LocalFileSystem",
     "TextLine",
     "UTF8_BOM",
+    "open_local_filesystem",
 ]
 
 FileKind = Literal["file", "directory", "symlink"]
@@ -443,3 +444,16 @@ class LocalFileSystem:
                 raise
         finally:
             os.close(fd)
+
+
+def open_local_filesystem(url: str, *, cwd: str | os.PathLike[str] | None = None, **options: object) -> LocalFileSystem:
+    """The factory of the ``file`` protocol the core registers (``register_filesystems``): the local disk for
+    ``url`` (``jsonl:///srv/sessions``, ``jsonl+file:///srv/sessions``). ``cwd`` is the base of relative
+    paths; no other option applies to the local disk."""
+    if options:
+        from .errors import PluginError
+
+        raise PluginError(
+            f"The local filesystem (for {url!r}) takes only the option cwd=, got {', '.join(sorted(options))}"
+        )
+    return LocalFileSystem(cwd)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sessiontree.contracts import Backend
 from sessiontree.errors import PluginError
-from sessiontree.plugins import get_registry
+import sessiontree.plugins
+from sessiontree.fs import LocalFileSystem
+from sessiontree.hookspecs import hookimpl
+from sessiontree.plugins import Registry, get_registry
 from sessiontree_conformance import ConformanceFixtures, StorageSuite
 from sessiontree_jsonl import JsonlBackend, JsonlSessionRepo, JsonlStorage
 
@@ -44,6 +49,38 @@ def test_url_selects_root_and_durability(tmp_path: Path) -> None:
     repo = backend.open_repo()
     assert isinstance(repo, JsonlSessionRepo)
     repo.close()
+
+
+class _RecordingFileSystem(LocalFileSystem):
+    """The local disk, remembering the URL it was resolved for."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+
+class _FileResolver:
+    @hookimpl
+    def resolve_filesystem(self, protocol: str, url: str, options: Mapping[str, Any]) -> LocalFileSystem | None:
+        return _RecordingFileSystem(url) if protocol == "file" else None
+
+
+@pytest.mark.parametrize("scheme", ["jsonl", "jsonl+file"])
+def test_a_local_url_resolves_the_file_filesystem_through_the_registry(
+    scheme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"{scheme}://{tmp_path}/s"
+    assert type(JsonlBackend(url=url).fs) is LocalFileSystem  # the core's registered "file"
+    registry = Registry(autoload=False)
+    registry.register(_FileResolver(), "resolver")
+    monkeypatch.setattr(sessiontree.plugins, "get_registry", lambda: registry)
+    backend = JsonlBackend(url=url)
+    assert isinstance(backend.fs, _RecordingFileSystem) and backend.fs.url == url
+    with backend.open_repo() as repo:
+        session = repo.create(cwd="/w")
+        session.close()
+        assert [m.id for m in repo.list()] == [session.metadata.id]
+    assert type(JsonlBackend(path=tmp_path / "s").fs) is LocalFileSystem  # a path consults no plugin
 
 
 def test_open_storage_files_are_listed_by_the_repo(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pluggy
 from .. import hookspecs
 from ..contracts import Backend, DescribesComponents, SessionRepo, capabilities_of
 from ..errors import BackendConflictError, BackendNotFoundError, PluginError, PluginLoadError
-from ..hookspecs import BackendSpec, CommandSpec, FileSystemSpec, hookimpl
+from ..hookspecs import BackendSpec, CommandSpec, FileSystemSpec, RegisterFileSystem, hookimpl
 from . import listing
 from .catalog import Catalog, Claim, Failure, PluginRecord, claim_all, conflict_message, contribution_of
 from .known import KNOWN_BACKENDS, KNOWN_FILESYSTEMS, LOAD_PLUGINS_ENV, KnownBackend
@@ -43,12 +43,21 @@ class _CorePlugin:
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
 
+    @hookimpl
+    def register_filesystems(self, register: RegisterFileSystem) -> None:
+        # The local disk goes through the same registry as plugins' filesystems, so a plugin can answer
+        # for "file" first (resolve_filesystem) and listings show it.
+        register(
+            FileSystemSpec(
+                name="file",
+                factory="sessiontree.fs:open_local_filesystem",
+                description="the local disk (O_APPEND appends, fsync, flock locking)",
+            )
+        )
+
     @hookimpl(trylast=True)
     def resolve_filesystem(self, protocol: str, url: str, options: Mapping[str, Any]) -> FileSystem | None:
         return self._registry._open_registered_filesystem(protocol, url, options)
-
-
-
 
 
 class Registry:

@@ -34,7 +34,10 @@ class JsonlBackend:
 
     Give the root as ``url`` (``jsonl:///var/lib/agent/sessions``, ``jsonl://relative/dir``,
     ``jsonl+<protocol>://location`` for a FileSystem registered by a plugin; ``?durability=fsync``,
-    ``?cwd=/work/dir``) or as ``path``. ``durability`` is ``"process"`` (pi's: survives a process crash)
+    ``?cwd=/work/dir``) or as ``path``. A URL's filesystem is resolved through the plugin registry
+    (``resolve_filesystem``): ``jsonl://`` and ``jsonl+file://`` get the ``file`` FileSystem the core
+    registers (the local disk), unless a plugin answers for ``file`` first. A ``path`` is a local path
+    by definition and uses :class:`~sessiontree.fs.LocalFileSystem` directly, without loading plugins. ``durability`` is ``"process"`` (pi's: survives a process crash)
     or ``"fsync"`` (survives power loss). ``cwd`` (URL option or keyword; ``default_cwd`` is the same
     keyword's older name) is the working directory recorded for sessions created without one, which
     also picks their directory in pi's layout; without it, the process's current directory at the
@@ -109,10 +112,10 @@ class JsonlBackend:
             raise PluginError(
                 f"Invalid JSONL URL {url!r}: it names no directory, e.g. 'jsonl:///var/lib/agent/sessions'"
             )
-        if parsed.filesystem is not None and fs is None:
+        if fs is None:
             from sessiontree.plugins import get_registry
 
-            fs = get_registry().resolve_filesystem(parsed.filesystem, url, filesystem_options)
+            fs = get_registry().resolve_filesystem(parsed.filesystem or "file", url, filesystem_options)
         query_cwd = parsed.query.get("cwd")
         if query_cwd == "":
             raise PluginError(f"Invalid JSONL URL {url!r}: cwd= names no directory")
