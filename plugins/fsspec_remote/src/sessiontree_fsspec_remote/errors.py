@@ -11,7 +11,7 @@ import asyncio
 
 from sessiontree.errors import StorageIOError
 
-__all__ = ["ObjectStoreTimeoutError", "ObjectStoreUnreachableError", "translate"]
+__all__ = ["ObjectStoreTimeoutError", "ObjectStoreUnreachableError", "missing_bucket", "translate"]
 
 
 class ObjectStoreTimeoutError(StorageIOError, TimeoutError):
@@ -24,23 +24,68 @@ class ObjectStoreUnreachableError(StorageIOError, ConnectionError):
 
 
 def _cause_code(error: BaseException) -> str:
-    cause = error.__cause__ or error.__context__
-    response = getattr(cause, "response", None) or getattr(error, "response", None)
-    if isinstance(response, dict):
-        return str(response.get("Error", {}).get("Code", ""))
+    """The service's error code: botocore's ``response["Error"]["Code"]`` or azure-core's ``error_code``,
+    on ``error`` or what it was raised from."""
+    for candidate in (error, error.__cause__, error.__context__):
+        if candidate is None:
+            continue
+        response = getattr(candidate, "response", None)
+        if isinstance(response, dict) and (code := response.get("Error", {}).get("Code")):
+            return str(code)
+        if code := getattr(candidate, "error_code", None):
+            return str(getattr(code, "value", code))
     return ""
+
+
+_DENIED_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed", "AuthorizationFailure")
+_MISSING_BUCKET_CODES = ("NoSuchBucket", "ContainerNotFound")
+_MISSING_BUCKET_TEXTS = ("bucket does not exist", "container does not exist", "ContainerNotFound")
+
+
+def _where(location: str, key: str) -> str:
+    """``location`` (``s3://bucket/prefix`` or just ``s3://``) joined with ``key``."""
+    protocol, _, rest = location.partition("://")
+    path = "/".join(part.strip("/") for part in (rest, key) if part.strip("/"))
+    return f"{protocol}://{path}"
+
+
+def _bucket_of(where: str) -> tuple[str, str]:
+    """``("bucket", name)`` of ``s3://name/key``, ``("container", name)`` on Azure."""
+    protocol, _, rest = where.partition("://")
+    kind = "container" if protocol in ("az", "abfs", "abfss") else "bucket"
+    return kind, rest.split("/", 1)[0]
+
+
+def missing_bucket(error: BaseException, action: str, location: str, key: str) -> StorageIOError | None:
+    """The error for a ``FileNotFoundError`` (or other) that says the bucket itself is missing, else
+    ``None`` (a missing key, which callers treat as "no such session")."""
+    code = _cause_code(error)
+    text = f"{error} {error.__cause__ or ''}"
+    if code not in _MISSING_BUCKET_CODES and not any(part in text for part in _MISSING_BUCKET_TEXTS):
+        return None
+    where = _where(location, key)
+    kind, bucket = _bucket_of(where)
+    return StorageIOError(
+        f"The {kind} {bucket!r} does not exist (trying to {action} {where}). Create it "
+        f"first (the backend never creates {kind}s) or fix the URL."
+    )
 
 
 def translate(error: BaseException, action: str, location: str, key: str) -> StorageIOError:
     """The backend error for ``error`` raised while trying to ``action`` ``key`` in ``location``."""
-    where = f"{location.rstrip('/')}/{key}"
+    where = _where(location, key)
     name = type(error).__name__
-    text = str(error) or name
+    text = (str(error) or name).rstrip(".")
     code = _cause_code(error)
     if isinstance(error, (asyncio.TimeoutError, TimeoutError)) or name in ("FSTimeoutError", "ReadTimeoutError"):
+        outcome = (
+            "The object may or may not have been stored and nothing was applied here"
+            if action == "create"
+            else "Nothing was changed"
+        )
         return ObjectStoreTimeoutError(
             f"Timed out trying to {action} {where}: no answer within the configured timeout "
-            f"(timeout= option); the server may be hung or overloaded. Nothing was applied; "
+            f"(timeout= option); the server may be hung or overloaded. {outcome}; "
             f"retry the same call (appends with entry ids are safe to retry)."
         )
     if name in ("EndpointConnectionError", "ClientConnectorError", "ServiceRequestError", "ConnectTimeoutError") or (
@@ -48,17 +93,18 @@ def translate(error: BaseException, action: str, location: str, key: str) -> Sto
     ):
         return ObjectStoreUnreachableError(
             f"Cannot reach the object store to {action} {where}: {text}. Check the endpoint "
-            f"(endpoint_url / client_kwargs) and that the server is running."
+            f"(endpoint_url / client_kwargs / connection string) and that the server is running."
         )
-    if isinstance(error, PermissionError) or code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+    if (
+        isinstance(error, PermissionError)
+        or code in _DENIED_CODES
+        or any(part in text for part in ("failed to authenticate", "AuthenticationFailed", "AuthorizationFailure"))
+    ):
         return StorageIOError(
             f"Access denied trying to {action} {where}: {text}. Check the credentials "
-            f"(key/secret, token or profile) and the bucket policy."
+            f"(key/secret, token, account key or profile) and the {_bucket_of(where)[0]}'s policy."
         )
-    if code == "NoSuchBucket" or "bucket does not exist" in text or "container does not exist" in text:
-        bucket = location.split("://", 1)[-1].split("/", 1)[0]
-        return StorageIOError(
-            f"The bucket {bucket!r} does not exist (trying to {action} {where}). Create it first "
-            f"(the backend never creates buckets) or fix the URL."
-        )
+    if (bucket := missing_bucket(error, action, location, key)) is not None:
+        return bucket
     return StorageIOError(f"Failed to {action} {where}: {name}: {text}")
+

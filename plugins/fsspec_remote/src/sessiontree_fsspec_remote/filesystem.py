@@ -14,7 +14,7 @@ from sessiontree.errors import UnsupportedOperationError
 from sessiontree.fs import UTF8_BOM, FileInfo, TextLine
 
 from .backend import filesystem_for
-from .errors import translate
+from .errors import missing_bucket, translate
 
 __all__ = ["FsspecFileSystem", "open_filesystem"]
 
@@ -102,7 +102,9 @@ class FsspecFileSystem:
             kwargs["timeout"] = self.timeout
         try:
             return method(*args, **kwargs)
-        except FileNotFoundError:
+        except FileNotFoundError as error:
+            if (bucket := missing_bucket(error, action, f"{self.protocol}://", path)) is not None:
+                raise bucket from error
             raise
         except Exception as error:
             raise translate(error, action, f"{self.protocol}://", path) from error

@@ -18,7 +18,7 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import AsyncFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from .errors import translate
+from .errors import missing_bucket, translate
 
 __all__ = ["ObjectStore"]
 
@@ -49,6 +49,11 @@ class ObjectStore:
 
     def _bounded(self) -> dict[str, Any]:
         return {"timeout": self.timeout} if self._async else {}
+
+    def _raise_if_no_bucket(self, error: FileNotFoundError, action: str, key: str) -> None:
+        """A missing key is a missing session; a missing bucket is the user's to fix, so it is named."""
+        if (bucket := missing_bucket(error, action, self.location, key)) is not None:
+            raise bucket from error
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -89,8 +94,8 @@ class ObjectStore:
             return
         try:
             self.fs.rm([self.path(key) for key in keys], **self._bounded())
-        except FileNotFoundError:
-            pass
+        except FileNotFoundError as error:
+            self._raise_if_no_bucket(error, "delete", keys[0])
         except Exception as error:
             raise translate(error, "delete", self.location, keys[0]) from error
 
@@ -100,7 +105,8 @@ class ObjectStore:
         """The bytes of ``key``; ``FileNotFoundError`` when it does not exist."""
         try:
             data: bytes = self.fs.cat_file(self.path(key), **self._bounded())
-        except FileNotFoundError:
+        except FileNotFoundError as error:
+            self._raise_if_no_bucket(error, "read", key)
             raise
         except Exception as error:
             raise translate(error, "read", self.location, key) from error
@@ -119,6 +125,8 @@ class ObjectStore:
         for key, path in zip(keys, paths, strict=True):
             value = found.get(path)
             if isinstance(value, FileNotFoundError) or value is None:
+                if value is not None:
+                    self._raise_if_no_bucket(value, "read", key)
                 result[key] = None
             elif isinstance(value, BaseException):
                 raise translate(value, "read", self.location, key) from value
@@ -137,7 +145,8 @@ class ObjectStore:
             if self._s3:
                 return self._s3_list_after(prefix, start_after)
             found = self.fs.find(self.path(prefix), detail=True, **self._bounded())
-        except FileNotFoundError:
+        except FileNotFoundError as error:
+            self._raise_if_no_bucket(error, "list", prefix)
             return {}
         except Exception as error:
             raise translate(error, "list", self.location, prefix) from error
@@ -166,7 +175,8 @@ class ObjectStore:
         """The names directly under ``prefix`` (one delimited listing, paginated by the store)."""
         try:
             found = self.fs.ls(self.path(prefix) if prefix else self.root, detail=False, **self._bounded())
-        except FileNotFoundError:
+        except FileNotFoundError as error:
+            self._raise_if_no_bucket(error, "list", prefix)
             return []
         except Exception as error:
             raise translate(error, "list", self.location, prefix or "/") from error
