@@ -9,7 +9,8 @@ import threading
 
 class SwitchableProxy:
     """Forwards every connection to ``target`` while :attr:`hung` is clear; once set, new connections
-    are accepted and held without a byte of answer."""
+    are accepted and held without a byte of answer, and requests on kept-alive connections are swallowed
+    (a pooled connection would otherwise still reach the server)."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -40,7 +41,7 @@ class SwitchableProxy:
         with client, socket.create_connection(self.target) as upstream:
             back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
             back.start()
-            _pipe(client, upstream)
+            _pipe(client, upstream, self.hung)
             back.join()
 
     def close(self) -> None:
@@ -50,11 +51,13 @@ class SwitchableProxy:
             held.close()
 
 
-def _pipe(source: socket.socket, sink: socket.socket) -> None:
-    """Copy ``source`` to ``sink`` until ``source`` ends, then end ``sink``'s writing side."""
+def _pipe(source: socket.socket, sink: socket.socket, hung: threading.Event | None = None) -> None:
+    """Copy ``source`` to ``sink`` until ``source`` ends, then end ``sink``'s writing side; while ``hung``
+    is set, what ``source`` sends is dropped."""
     try:
         while data := source.recv(65536):
-            sink.sendall(data)
+            if hung is None or not hung.is_set():
+                sink.sendall(data)
     except OSError:
         pass
     try:

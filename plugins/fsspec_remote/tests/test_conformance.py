@@ -21,13 +21,21 @@ from sessiontree_conformance import (
 
 
 class ObjstoreFixtures(ConformanceFixtures):
-    @pytest.fixture(params=["memory", "file", "s3"])
+    @pytest.fixture(params=["memory", "file", "s3", "az"])
     def backend(self, request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
         registry = get_registry()
         if request.param == "memory":
             return registry.backend("objstore", url=f"objstore+memory://conformance-{uuid.uuid4().hex}")
         if request.param == "file":
             return registry.backend("objstore", url=f"objstore+file://{tmp_path / 'sessions'}")
+        if request.param == "az":
+            container = request.getfixturevalue("az_container")
+            return registry.backend(
+                "objstore",
+                url=f"objstore+az://{container.name}/conformance-{uuid.uuid4().hex}",
+                storage_options=container.storage_options,
+                timeout=30,
+            )
         bucket = request.getfixturevalue("s3_bucket")
         return registry.backend(
             "objstore",

@@ -61,7 +61,9 @@ def missing_bucket(error: BaseException, action: str, location: str, key: str) -
     ``None`` (a missing key, which callers treat as "no such session")."""
     code = _cause_code(error)
     text = f"{error} {error.__cause__ or ''}"
-    if code not in _MISSING_BUCKET_CODES and not any(part in text for part in _MISSING_BUCKET_TEXTS):
+    # A create never misses its key: "not found" there is the bucket (gcsfs keeps no more of a 404).
+    missing_on_create = action == "create" and isinstance(error, FileNotFoundError)
+    if code not in _MISSING_BUCKET_CODES and not any(part in text for part in _MISSING_BUCKET_TEXTS) and not missing_on_create:
         return None
     where = _where(location, key)
     kind, bucket = _bucket_of(where)
@@ -75,7 +77,7 @@ def translate(error: BaseException, action: str, location: str, key: str) -> Sto
     """The backend error for ``error`` raised while trying to ``action`` ``key`` in ``location``."""
     where = _where(location, key)
     name = type(error).__name__
-    text = (str(error) or name).rstrip(".")
+    text = (str(error).strip().splitlines() or [name])[0].rstrip(".")  # azure adds request ids on more lines
     code = _cause_code(error)
     if isinstance(error, (asyncio.TimeoutError, TimeoutError)) or name in ("FSTimeoutError", "ReadTimeoutError"):
         outcome = (

@@ -1,0 +1,98 @@
+"""What gcsfs sends for ``objstore+gs``, checked against a server that replays GCS JSON-API answers
+(``gcs_replay``): create-only writes are multipart uploads with ``ifGenerationMatch=0``, a 412 is our
+``FileExistsError``/``SessionExistsError`` path, tail listings use ``startOffset`` and follow pages, and a
+missing bucket on create is named. No GCS emulator here enforces the precondition on every upload path
+(object-store.md §3), so this checks the requests, not a server's enforcement."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("gcsfs", reason="gcsfs is not installed (pip install 'sessiontree-fsspec-remote[gcs]')")
+
+from sessiontree.errors import SessionExistsError, StorageIOError  # noqa: E402
+from sessiontree.plugins import get_registry  # noqa: E402
+
+from gcs_replay import PRECONDITION_FAILED, ReplayServer, not_found, object_resource  # noqa: E402
+
+UPLOAD = "/upload/storage/v1/b/bkt/o"
+LIST = "/storage/v1/b/bkt/o"
+
+
+@pytest.fixture
+def gcs() -> Iterator[ReplayServer]:
+    server = ReplayServer()
+    yield server
+    server.close()
+
+
+def _backend(server: ReplayServer) -> Any:
+    return get_registry().backend(
+        "objstore", url="objstore+gs://bkt/sessions", storage_options={"endpoint_url": server.endpoint, "token": "anon"},
+        timeout=10,
+    )
+
+
+def test_a_new_session_and_its_commits_are_create_only_multipart_uploads(gcs: ReplayServer) -> None:
+    header, first_commit = "sessions/s1/header.json", "sessions/s1/log/000000000000/00000000000000000001.json"
+    gcs.expect("POST", UPLOAD, 200, object_resource("bkt", header, 10))
+    gcs.expect("POST", UPLOAD, 200, object_resource("bkt", first_commit, 10))
+    with _backend(gcs).open_repo() as repo:
+        session = repo.create(id="s1", cwd="/work/gcs")
+        session.create_branch("main", None)
+        session.close()
+    assert gcs.mismatches == []
+    uploads = gcs.requests
+    assert [request.upload_name() for request in uploads] == [header, first_commit]
+    for request in uploads:
+        assert request.query["uploadType"] == "multipart" and request.query["ifGenerationMatch"] == "0"
+    assert b'"id":"s1"' in uploads[0].upload_data() and b'"cwd":"/work/gcs"' in uploads[0].upload_data()
+
+
+def test_a_412_is_file_exists_for_the_store_and_session_exists_for_the_repo(gcs: ReplayServer) -> None:
+    backend = _backend(gcs)
+    gcs.expect("POST", UPLOAD, 412, PRECONDITION_FAILED)
+    with pytest.raises(FileExistsError):
+        backend.store().create("s1/log/000000000000/00000000000000000002.json", b"x")
+    gcs.expect("POST", UPLOAD, 412, PRECONDITION_FAILED)
+    with backend.open_repo() as repo, pytest.raises(SessionExistsError, match="s1"):
+        repo.create(id="s1")
+    assert gcs.mismatches == [] and len(gcs.requests) == 2  # a 412 is final: gcsfs does not retry it
+
+
+def test_a_tail_listing_starts_at_the_last_known_commit_and_follows_pages(gcs: ReplayServer) -> None:
+    last_known = "s1/log/000000000000/00000000000000000005.json"
+    newer = [f"sessions/s1/log/000000000000/{seq:020d}.json" for seq in (6, 7, 8)]
+    gcs.expect(
+        "GET", LIST, 200,
+        {"kind": "storage#objects", "nextPageToken": "page-2",
+         "items": [object_resource("bkt", f"sessions/{last_known}", 9), *(object_resource("bkt", k, 9) for k in newer[:2])]},
+    )
+    gcs.expect("GET", LIST, 200, {"kind": "storage#objects", "items": [object_resource("bkt", newer[2], 9)]})
+    listed = _backend(gcs).store().list_after("s1/log", last_known)
+    assert listed == [key.removeprefix("sessions/") for key in newer]  # startOffset is inclusive: dropped here
+    first, second = gcs.requests
+    assert first.query["prefix"] == "sessions/s1/log/" and first.query["startOffset"] == f"sessions/{last_known}"
+    assert "pageToken" not in first.query and second.query["pageToken"] == "page-2"
+    assert second.query["startOffset"] == first.query["startOffset"]
+    assert gcs.mismatches == []
+
+
+def test_a_create_in_a_missing_bucket_names_the_bucket(gcs: ReplayServer) -> None:
+    gcs.expect("POST", UPLOAD, 404, not_found("The specified bucket does not exist."))
+    with _backend(gcs).open_repo() as repo, pytest.raises(StorageIOError) as raised:
+        repo.create(id="s1")
+    assert "The bucket 'bkt' does not exist (trying to create gs://bkt/sessions/s1/header.json)" in str(raised.value)
+
+
+def test_listings_are_not_cached_so_another_writer_s_session_shows(gcs: ReplayServer) -> None:
+    backend = _backend(gcs)
+    gcs.expect("GET", LIST, 200, {"kind": "storage#objects", "prefixes": ["sessions/a/"]})
+    gcs.expect("GET", LIST, 200, {"kind": "storage#objects", "prefixes": ["sessions/a/", "sessions/b/"]})
+    store = backend.store()
+    assert store.children() == ["a"]
+    assert store.children() == ["a", "b"]  # asked again, not answered from gcsfs's listing cache
+    assert gcs.mismatches == [] and [request.query["delimiter"] for request in gcs.requests] == ["/", "/"]
