@@ -446,7 +446,9 @@ class LocalFileSystem:
             os.close(fd)
 
 
-def open_local_filesystem(url: str, *, cwd: str | os.PathLike[str] | None = None, **options: object) -> LocalFileSystem:
+def open_local_filesystem(
+    url: str, *, cwd: str | os.PathLike[str] | None = None, **options: object
+) -> LocalFileSystem:
     """The factory of the ``file`` protocol the core registers (``register_filesystems``): the local disk for
     ``url`` (``jsonl:///srv/sessions``, ``jsonl+file:///srv/sessions``). ``cwd`` is the base of relative
     paths; no other option applies to the local disk."""

@@ -106,10 +106,14 @@ def _await_endpoint(process: subprocess.Popen[str], lines: queue.Queue[str | Non
         try:
             line = lines.get(timeout=120)
         except queue.Empty:
-            raise Unavailable(f"Azurite printed no listening address in 120 s: {' | '.join(seen)[-300:]}") from None
+            raise Unavailable(f"Azurite printed no listening address in 120 s: {_tail(seen)}") from None
         if line is None:
-            raise Unavailable(f"Azurite exited with {process.wait()}: {' | '.join(seen)[-300:]}")
+            raise Unavailable(f"Azurite exited with {process.wait()}: {_tail(seen)}")
         seen.append(line.strip())
         if match := _LISTENING.search(line):
             return match.group(1)
 
+
+
+def _tail(lines: list[str]) -> str:
+    return " | ".join(lines)[-300:]

@@ -61,7 +61,8 @@ PRECONDITION_FAILED = {
 
 
 def not_found(message: str) -> dict[str, Any]:
-    return {"error": {"code": 404, "message": message, "errors": [{"message": message, "domain": "global", "reason": "notFound"}]}}
+    errors = [{"message": message, "domain": "global", "reason": "notFound"}]
+    return {"error": {"code": 404, "message": message, "errors": errors}}
 
 
 class ReplayServer:
@@ -114,8 +115,10 @@ class ReplayServer:
                 split = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                query = {key: values[-1] for key, values in parse_qs(split.query, keep_blank_values=True).items()}
-                status, payload, content_type = server._answer(Request(self.command, unquote(split.path), query, body))
+                parsed = parse_qs(split.query, keep_blank_values=True)
+                query = {key: values[-1] for key, values in parsed.items()}
+                request = Request(self.command, unquote(split.path), query, body)
+                status, payload, content_type = server._answer(request)
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))

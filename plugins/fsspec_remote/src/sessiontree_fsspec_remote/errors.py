@@ -37,7 +37,9 @@ def _cause_code(error: BaseException) -> str:
     return ""
 
 
-_DENIED_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed", "AuthorizationFailure")
+_DENIED_CODES = (
+    "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AuthenticationFailed", "AuthorizationFailure"
+)
 _MISSING_BUCKET_CODES = ("NoSuchBucket", "ContainerNotFound")
 _MISSING_BUCKET_TEXTS = ("bucket does not exist", "container does not exist", "ContainerNotFound")
 
@@ -63,7 +65,8 @@ def missing_bucket(error: BaseException, action: str, location: str, key: str) -
     text = f"{error} {error.__cause__ or ''}"
     # A create never misses its key: "not found" there is the bucket (gcsfs keeps no more of a 404).
     missing_on_create = action == "create" and isinstance(error, FileNotFoundError)
-    if code not in _MISSING_BUCKET_CODES and not any(part in text for part in _MISSING_BUCKET_TEXTS) and not missing_on_create:
+    named = code in _MISSING_BUCKET_CODES or any(part in text for part in _MISSING_BUCKET_TEXTS)
+    if not (named or missing_on_create):
         return None
     where = _where(location, key)
     kind, bucket = _bucket_of(where)

@@ -180,7 +180,11 @@ class ObjectStore:
         bucket, _, root = self.path(prefix).partition("/")
         head = f"{self.root.partition('/')[2]}/" if "/" in self.root else ""
         sizes: dict[str, int] = {}
-        arguments: dict[str, Any] = {"prefix": f"{root}/", "startOffset": f"{head}{start_after}", "maxResults": 1000}
+        arguments: dict[str, Any] = {
+            "prefix": f"{root}/",
+            "startOffset": f"{head}{start_after}",
+            "maxResults": 1000,
+        }
         while True:
             page = self.fs.call("GET", "b/{}/o", bucket, json_out=True, **arguments, **self._bounded())
             for item in page.get("items", ()):
