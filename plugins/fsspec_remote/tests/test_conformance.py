@@ -1,5 +1,6 @@
 """The object-store backend runs the whole conformance suite, resolved by name through the real
-registry, on ``objstore+memory``, ``objstore+file`` and ``objstore+s3`` (a moto server on 127.0.0.1)."""
+registry, on ``objstore+memory``, ``objstore+file``, ``objstore+s3`` (a moto server on 127.0.0.1) and
+``objstore+az`` (Azurite on 127.0.0.1; skipped with the reason when it cannot be installed)."""
 
 from __future__ import annotations
 
@@ -28,18 +29,10 @@ class ObjstoreFixtures(ConformanceFixtures):
             return registry.backend("objstore", url=f"objstore+memory://conformance-{uuid.uuid4().hex}")
         if request.param == "file":
             return registry.backend("objstore", url=f"objstore+file://{tmp_path / 'sessions'}")
-        if request.param == "az":
-            container = request.getfixturevalue("az_container")
-            return registry.backend(
-                "objstore",
-                url=f"objstore+az://{container.name}/conformance-{uuid.uuid4().hex}",
-                storage_options=container.storage_options,
-                timeout=30,
-            )
-        bucket = request.getfixturevalue("s3_bucket")
+        bucket = request.getfixturevalue({"s3": "s3_bucket", "az": "az_container"}[request.param])
         return registry.backend(
             "objstore",
-            url=f"objstore+s3://{bucket.name}/conformance-{uuid.uuid4().hex}",
+            url=f"objstore+{request.param}://{bucket.name}/conformance-{uuid.uuid4().hex}",
             storage_options=bucket.storage_options,
             timeout=30,
         )
