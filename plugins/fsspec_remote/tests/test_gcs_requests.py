@@ -1,7 +1,7 @@
 """What gcsfs sends for ``objstore+gs``, checked against a server that replays GCS JSON-API answers
 (``gcs_replay``): create-only writes are multipart uploads with ``ifGenerationMatch=0``, a 412 is our
-``FileExistsError``/``SessionExistsError`` path, tail listings use ``startOffset`` and follow pages, and a
-missing bucket on create is named. No GCS emulator here enforces the precondition on every upload path
+``FileExistsError``/``SessionExistsError`` path and, on a commit, a lost race that catches up and retries,
+tail listings use ``startOffset`` and follow pages, and a missing bucket on create is named. No GCS emulator here enforces the precondition on every upload path
 (object-store.md §3), so this checks the requests, not a server's enforcement."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ pytest.importorskip("gcsfs", reason="gcsfs is not installed (pip install 'sessio
 
 from sessiontree.errors import SessionExistsError, StorageIOError  # noqa: E402
 from sessiontree.plugins import get_registry  # noqa: E402
+from sessiontree_fsspec_remote import layout  # noqa: E402
 
 from gcs_replay import PRECONDITION_FAILED, ReplayServer, not_found, object_resource  # noqa: E402
 
@@ -61,6 +62,61 @@ def test_a_412_is_file_exists_for_the_store_and_session_exists_for_the_repo(gcs:
     with backend.open_repo() as repo, pytest.raises(SessionExistsError, match="s1"):
         repo.create(id="s1")
     assert gcs.mismatches == [] and len(gcs.requests) == 2  # a 412 is final: gcsfs does not retry it
+
+
+def _their_second_commit() -> bytes:
+    """The bytes another writer stored as seq 2 of session ``s1``: a message on ``main``."""
+    backend = get_registry().backend("objstore", url="objstore+memory://gcs-their-writer", fs=_isolated_memory())
+    with backend.open_repo() as repo:
+        theirs = repo.create(id="s1", cwd="/work/gcs")
+        theirs.create_branch("main", None).append_message(_message("theirs"))
+        theirs.close()
+    return bytes(backend.fs.cat_file(f"{backend.root}/{SECOND.removeprefix('sessions/')}"))
+
+
+def _isolated_memory() -> Any:
+    import fsspec
+
+    return fsspec.filesystem("memory", skip_instance_cache=True)
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
+
+
+FIRST = "sessions/s1/log/000000000000/00000000000000000001.json"
+SECOND = "sessions/s1/log/000000000000/00000000000000000002.json"
+
+
+def test_a_commit_that_loses_its_seq_with_a_412_catches_up_and_lands_on_the_next(gcs: ReplayServer) -> None:
+    theirs = _their_second_commit()
+    after_theirs = layout.decode_commit(theirs, location="gs://bkt/sessions", key=SECOND, start=2).next
+    ours_key = "sessions/" + layout.commit_key("s1", after_theirs)  # theirs holds the entry and the tip
+    media = "/download/storage/v1/b/bkt/o/" + SECOND
+    gcs.expect("POST", UPLOAD, 200, object_resource("bkt", "sessions/s1/header.json", 10))
+    gcs.expect("POST", UPLOAD, 200, object_resource("bkt", FIRST, 10))
+    gcs.expect("POST", UPLOAD, 412, PRECONDITION_FAILED)  # another writer created seq 2 first
+    gcs.expect("GET", media, 200, theirs)  # read back: not our transaction id, so a lost race
+    gcs.expect(
+        "GET", LIST, 200,
+        {"kind": "storage#objects", "items": [object_resource("bkt", k, 9) for k in (FIRST, SECOND)]},
+    )
+    gcs.expect("GET", media, 200, theirs)  # the catch-up reads what it listed
+    gcs.expect("POST", UPLOAD, 200, object_resource("bkt", ours_key, 10))
+    with _backend(gcs).open_repo() as repo:
+        session = repo.create(id="s1", cwd="/work/gcs")
+        main = session.create_branch("main", None)
+        ours = main.append_message(_message("ours"))
+        chain = main.find_entries(order="oldest_first")
+        assert [entry.message["content"][0]["text"] for entry in chain] == ["theirs", "ours"]
+        assert chain[-1].id == ours and chain[-1].parent_id == chain[0].id  # linear: no fork
+        session.close()
+    assert gcs.mismatches == []
+    uploads = [request for request in gcs.requests if request.method == "POST"]
+    assert [request.upload_name() for request in uploads[1:]] == [FIRST, SECOND, ours_key]
+    assert all(request.query["ifGenerationMatch"] == "0" for request in uploads)
+    listing = next(request for request in gcs.requests if request.path == LIST)
+    assert listing.query["startOffset"] == FIRST and listing.query["prefix"] == "sessions/s1/log/"
 
 
 def test_a_tail_listing_starts_at_the_last_known_commit_and_follows_pages(gcs: ReplayServer) -> None:
