@@ -65,13 +65,16 @@ def _plan(connection: sqlite3.Connection, schema: str, session_id: str, options:
     tip = _value(connection, schema, session_id, "pi.branch.tip", options.branch)
     path: list[str] = []
     missing = None
-    if tip is not ABSENT and tip is not None:
-        chain = _chain_to(connection, schema, session_id, tip)
-        if chain is None:
-            missing = tip
-        else:
+    chain = None if tip is ABSENT or tip is None else _chain_to(connection, schema, session_id, tip)
+    if chain is not None and options.entry_id is None and options.position == "at":
+        # The fork is the tip's whole path: nothing to look up on it (labels ask the destination).
+        plan = ForkPlan(scope="branch", branch=options.branch, destination_tip=tip)
+    else:
+        if chain is not None:
             path = _path_ids(connection, schema, session_id, chain)
-    plan = select_branch_fork_on_path(options, tip, path, missing=missing)
+        elif tip is not ABSENT and tip is not None:
+            missing = tip
+        plan = select_branch_fork_on_path(options, tip, path, missing=missing)
     lane = options.branch
     require_configured_lane(
         lane,
@@ -111,7 +114,7 @@ def copy_fork(
                 (destination_id, source_id, link.branch, link.lower, link.upper),
             )
         _index_path(connection, destination_id)
-    copied = is_entry_copied_by(plan)
+    copied = is_entry_copied_by(plan) if plan.scope == "tree" else _copied_checker(connection, destination_id)
     for table, order in (("scalar_values", "seq"), ("list_values", "namespace, key, seq")):
         stored = execute(
             f"SELECT namespace, key, seq, value FROM {schema}.{table} WHERE session_id = ? ORDER BY {order}",
@@ -119,12 +122,24 @@ def copy_fork(
         ).fetchall()
         connection.executemany(
             f"INSERT INTO main.{table} (session_id, namespace, key, seq, value) VALUES (?, ?, ?, ?, ?)",
-            _projected(stored, destination_id, plan, copied),
+            list(_projected(stored, destination_id, plan, copied)),  # decided before the insert runs
         )
     messages = execute(
         "SELECT COUNT(*) FROM main.entries WHERE session_id = ? AND type = 'message'", (destination_id,)
     ).fetchone()[0]
     return next_seq, messages
+
+
+def _copied_checker(connection: sqlite3.Connection, destination_id: str) -> Any:
+    """Whether an entry id was copied: the destination's entries are exactly the copied ones."""
+
+    def copied(entry_id: str) -> bool:
+        row = connection.execute(
+            "SELECT 1 FROM main.entries WHERE session_id = ? AND id = ?", (destination_id, entry_id)
+        ).fetchone()
+        return row is not None
+
+    return copied
 
 
 def _projected(stored: Any, destination_id: str, plan: ForkPlan, copied: Any) -> Any:
