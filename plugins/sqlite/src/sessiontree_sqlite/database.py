@@ -49,12 +49,15 @@ def connect(
     FULL (``fsync``: survives power loss) or NORMAL (``process``: survives a process crash, pi's level)."""
     try:
         connection = sqlite3.connect(
-            file_uri(path, _URI_MODE[mode]), uri=True, isolation_level=None, check_same_thread=False
+            file_uri(path, _URI_MODE[mode]),
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,  # sqlite3_busy_timeout: no PRAGMA statement per connection
         )
     except sqlite3.Error as error:
         raise StorageIOError(f"Failed to open SQLite database {path}: {error}") from error
     try:
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if mode != "readonly":
             connection.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[durability]}")
             if wal:
