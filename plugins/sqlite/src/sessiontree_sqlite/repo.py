@@ -2,9 +2,9 @@
 (pi's ``sqlite/repo.js``, pi-formats §8.9-8.10).
 
 Beyond pi: the owner of a session (:mod:`sessiontree.owners`) is kept in ``sessions.metadata`` (a JSON
-object pi leaves alone); a fork streams rows from one read transaction instead of building a snapshot
-in memory, keeps unknown entry members, list elements and seqs (as memory and JSONL do); ``close()``
-closes every session it opened.
+object pi leaves alone); a fork copies rows inside SQLite (``INSERT ... SELECT`` from one snapshot of
+the source) instead of building a snapshot in memory, keeps unknown entry members, list elements and
+seqs (as memory and JSONL do); ``close()`` closes every session it opened.
 """
 
 from __future__ import annotations
