@@ -14,6 +14,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from sessiontree import jsjson
@@ -47,6 +48,11 @@ __all__ = ["Layout", "SqliteSessionRepo"]
 Layout = Literal["shared", "directory"]
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+
+LIST_WORKERS = 4
+"""At most this many threads read database files for one ``list()`` (never more than the CPUs)."""
+LIST_FILES_PER_WORKER = 16
+"""Files each listing thread gets at least: below that, starting threads costs more than it saves."""
 _FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
 _ROW = "id, created_at, parent_session_id, storage_version, metadata"
 
@@ -267,14 +273,17 @@ class SqliteSessionRepo:
                 raise
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
-        """Every readable session, newest first (then by id); unreadable files are skipped (as pi)."""
+        """Every readable session, newest first (then by id); unreadable files are skipped (as pi).
+        Many database files are read by a few threads (SQLite opens them without holding the GIL)."""
         self._assert_open()
-        found: list[SessionMetadata] = []
-        for path in self._database_paths():
-            try:
-                found.extend(m for m in _read_all_metadata(path) if m.storage_version == 1)
-            except (sqlite3.Error, StorageIOError, ValueError):
-                continue
+        paths = self._database_paths()
+        workers = min(LIST_WORKERS, os.cpu_count() or 1, len(paths) // LIST_FILES_PER_WORKER)
+        if workers <= 1:
+            found = _readable_metadata(paths)
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="sqlite-list") as pool:
+                parts = pool.map(_readable_metadata, [paths[start::workers] for start in range(workers)])
+                found = [metadata for part in parts for metadata in part]
         found.sort(key=lambda m: (-m.created_at, m.id))
         return found
 
@@ -493,6 +502,17 @@ def _read_metadata(
 ) -> SessionMetadata | None:
     row = connection.execute(f"SELECT {_ROW} FROM {schema}.sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else _metadata_of_row(row, path)
+
+
+def _readable_metadata(paths: list[str]) -> list[SessionMetadata]:
+    """The version-1 sessions of the database files at ``paths``, skipping those that cannot be read."""
+    found: list[SessionMetadata] = []
+    for path in paths:
+        try:
+            found.extend(m for m in _read_all_metadata(path) if m.storage_version == 1)
+        except (sqlite3.Error, StorageIOError, ValueError):
+            continue
+    return found
 
 
 def _read_all_metadata(path: str) -> list[SessionMetadata]:
