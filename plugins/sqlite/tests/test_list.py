@@ -22,21 +22,22 @@ def test_a_listing_read_by_threads_equals_one_read_by_one_thread(
             repo.create(id=f"s{index:02d}").close()
         (tmp_path / "dir" / "garbage.sqlite").write_bytes(b"not a database" * 100)
         (tmp_path / "dir" / "empty.sqlite").write_bytes(b"")
-        threads: set[str] = set()
-        read = repo_module._read_all_metadata
+        calls: list[tuple[str, list[str]]] = []
+        read = repo_module._readable_metadata
 
-        def recording(path: str) -> list:  # type: ignore[type-arg]
-            threads.add(threading.current_thread().name)
-            return read(path)
+        def recording(paths: list[str]) -> list:  # type: ignore[type-arg]
+            calls.append((threading.current_thread().name, paths))
+            return read(paths)
 
-        monkeypatch.setattr(repo_module, "_read_all_metadata", recording)
+        monkeypatch.setattr(repo_module, "_readable_metadata", recording)
         monkeypatch.setattr(repo_module.os, "cpu_count", lambda: 2)
         listed = repo.list()
-        assert len(threads) == 2 and all(name.startswith("sqlite-list") for name in threads)
-        threads.clear()
+        assert len(calls) == 2 and all(name.startswith("sqlite-list") for name, _ in calls)
+        assert sorted(calls[0][1] + calls[1][1]) == sorted(str(p) for p in (tmp_path / "dir").glob("*.sqlite"))
+        calls.clear()
         monkeypatch.setattr(repo_module, "LIST_FILES_PER_WORKER", 1_000)
         assert repo.list() == listed
-        assert threads == {threading.current_thread().name}
+        assert [name for name, _ in calls] == [threading.current_thread().name]
     assert sorted(m.id for m in listed) == [f"s{index:02d}" for index in range(40)]
     assert listed == sorted(listed, key=lambda m: (-m.created_at, m.id))
     assert len({m.created_at for m in listed}) < 40  # ties on createdAt: the id decides

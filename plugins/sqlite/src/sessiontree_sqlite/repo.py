@@ -193,8 +193,10 @@ class SqliteSessionRepo:
     def _new_database(self, path: str, session_id: str) -> Any:
         """A writable connection to the database the new session goes in (a new file in the
         per-session layout: refused when it exists), removed again if the block fails. Its schema is
-        not yet migrated and a new file is not yet in WAL mode: the block migrates inside the transaction
-        that writes the session, then calls :func:`~sessiontree_sqlite.database.use_wal`."""
+        not yet migrated: the block migrates inside the transaction that writes the session, then calls
+        :func:`~sessiontree_sqlite.database.use_wal`. Only a file this call created is left in the rollback
+        journal mode until then: a shared container is put in WAL mode first, since another process's
+        writer may be creating it too (switching after a transaction could then wait on that writer)."""
         created = False
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if self.layout == "directory":
@@ -205,7 +207,7 @@ class SqliteSessionRepo:
             created = True
         connection: sqlite3.Connection | None = None
         try:
-            connection = connect(path, "create", self.durability, wal=False)
+            connection = connect(path, "create", self.durability, wal=not created)
             yield connection
         except BaseException:
             if connection is not None:
