@@ -63,7 +63,9 @@ def _journal_mode(path: str) -> str:
     ],
     ids=["branch", "before", "tree"],
 )
-def test_a_fork_from_another_database_equals_one_inside_the_source_database(options: Any, tmp_path: Path) -> None:
+def test_a_fork_from_another_database_equals_one_inside_the_source_database(
+    options: Any, tmp_path: Path
+) -> None:
     registry = get_registry()
     with registry.backend("sqlite", url=f"sqlite://{tmp_path}/a.sqlite").open_repo() as inside:
         _source(inside)

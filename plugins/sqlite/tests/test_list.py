@@ -33,7 +33,8 @@ def test_a_listing_read_by_threads_equals_one_read_by_one_thread(
         monkeypatch.setattr(repo_module.os, "cpu_count", lambda: 2)
         listed = repo.list()
         assert len(calls) == 2 and all(name.startswith("sqlite-list") for name, _ in calls)
-        assert sorted(calls[0][1] + calls[1][1]) == sorted(str(p) for p in (tmp_path / "dir").glob("*.sqlite"))
+        files = sorted(str(path) for path in (tmp_path / "dir").glob("*.sqlite"))
+        assert sorted(calls[0][1] + calls[1][1]) == files
         calls.clear()
         monkeypatch.setattr(repo_module, "LIST_FILES_PER_WORKER", 1_000)
         assert repo.list() == listed

@@ -92,12 +92,15 @@ def copy_fork(
     open write transaction; returns the destination's ``(next_seq, message_count)``. Raises
     :class:`~sessiontree.errors.ForkError` (pi's checks and messages) before writing anything."""
     plan = _plan(connection, schema, source_id, options)
-    next_seq = connection.execute(f"SELECT next_seq FROM {schema}.sessions WHERE id = ?", (source_id,)).fetchone()[0]
+    next_seq = connection.execute(
+        f"SELECT next_seq FROM {schema}.sessions WHERE id = ?", (source_id,)
+    ).fetchone()[0]
     execute = connection.execute
     if plan.scope == "tree":
         # Parents first: a parent always has the smaller seq (pi's trigger checks every insert).
         execute(
-            _INSERT_ENTRIES + f"{', '.join(_ENTRY_COLUMNS)} FROM {schema}.entries WHERE session_id = ? ORDER BY seq",
+            _INSERT_ENTRIES
+            + f"{', '.join(_ENTRY_COLUMNS)} FROM {schema}.entries WHERE session_id = ? ORDER BY seq",
             (destination_id, source_id),
         )
         _copy_tree_index(connection, schema, source_id, destination_id)
@@ -150,7 +153,9 @@ def _projected(stored: Any, destination_id: str, plan: ForkPlan, copied: Any) ->
             yield destination_id, namespace, key, seq, jsjson.dumps(projected)
 
 
-def _copy_tree_index(connection: sqlite3.Connection, schema: str, source_id: str, destination_id: str) -> None:
+def _copy_tree_index(
+    connection: sqlite3.Connection, schema: str, source_id: str, destination_id: str
+) -> None:
     """Every entry was copied with its id and seq: the source's segments index the copy as they are."""
     connection.execute(
         "INSERT INTO main.branch_meta (session_id, branch_id, tip_entry_id, tip_seq, base_branch_id, base_seq)"
@@ -160,7 +165,8 @@ def _copy_tree_index(connection: sqlite3.Connection, schema: str, source_id: str
     )
     connection.execute(
         "INSERT INTO main.branch_entries (session_id, branch_id, entry_id, entry_seq, entry_type)"
-        f" SELECT ?, branch_id, entry_id, entry_seq, entry_type FROM {schema}.branch_entries WHERE session_id = ?",
+        f" SELECT ?, branch_id, entry_id, entry_seq, entry_type FROM {schema}.branch_entries"
+        " WHERE session_id = ?",
         (destination_id, source_id),
     )
 

@@ -181,7 +181,9 @@ class SqliteSessionRepo:
                     connection.execute("COMMIT")
                 except sqlite3.Error as error:
                     rollback(connection)
-                    raise StorageIOError(f"Failed to create session {session_id} in {path}: {error}") from error
+                    raise StorageIOError(
+                        f"Failed to create session {session_id} in {path}: {error}"
+                    ) from error
                 except BaseException:
                     rollback(connection)
                     raise
@@ -362,18 +364,10 @@ class SqliteSessionRepo:
         with self._reserved(destination_id, creating=True):
             path = self.path_for(destination_id)
             with self._new_database(path, destination_id) as connection:
-                same = os.path.realpath(source_path) == os.path.realpath(path)
-                schema = "main" if same else _FORK_SOURCE
-                if not same:
-                    try:
-                        connection.execute(f"ATTACH DATABASE ? AS {_FORK_SOURCE}", (file_uri(source_path, "ro"),))
-                    except sqlite3.Error as error:
-                        raise StorageIOError(f"Failed to open SQLite database {source_path}: {error}") from error
-                try:
-                    extra = self._fork_into(connection, schema, source_id, source_path, destination_id, created_at, options)
-                finally:
-                    if not same:
-                        connection.execute(f"DETACH DATABASE {_FORK_SOURCE}")
+                with _source_schema(connection, source_path, path) as schema:
+                    extra = self._fork_into(
+                        connection, schema, source_id, source_path, destination_id, created_at, options
+                    )
                 use_wal(connection, path)
                 metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
                 return self._publish(metadata, connection)
@@ -468,6 +462,23 @@ _SESSION_TABLES = (
     "branch_meta",
     "sessiontree_commits",
 )
+
+
+@contextlib.contextmanager
+def _source_schema(connection: sqlite3.Connection, source_path: str, path: str) -> Any:
+    """The schema a fork reads its source from: ``main`` when the source is in the destination's
+    database, else the source's file attached read-only for the block."""
+    if os.path.realpath(source_path) == os.path.realpath(path):
+        yield "main"
+        return
+    try:
+        connection.execute(f"ATTACH DATABASE ? AS {_FORK_SOURCE}", (file_uri(source_path, "ro"),))
+    except sqlite3.Error as error:
+        raise StorageIOError(f"Failed to open SQLite database {source_path}: {error}") from error
+    try:
+        yield _FORK_SOURCE
+    finally:
+        connection.execute(f"DETACH DATABASE {_FORK_SOURCE}")
 
 
 def _metadata(
