@@ -14,7 +14,6 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from sessiontree import jsjson
@@ -48,11 +47,6 @@ __all__ = ["Layout", "SqliteSessionRepo"]
 Layout = Literal["shared", "directory"]
 
 _SIDECARS = ("-wal", "-shm", "-journal")
-
-LIST_WORKERS = 4
-"""At most this many threads read database files for one ``list()`` (never more than the CPUs)."""
-LIST_FILES_PER_WORKER = 16
-"""Files each listing thread gets at least: below that, starting threads costs more than it saves."""
 _FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
 _ROW = "id, created_at, parent_session_id, storage_version, metadata"
 
@@ -277,17 +271,9 @@ class SqliteSessionRepo:
                 raise
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
-        """Every readable session, newest first (then by id); unreadable files are skipped (as pi).
-        Many database files are read by a few threads (SQLite opens them without holding the GIL)."""
+        """Every readable session, newest first (then by id); unreadable files are skipped (as pi)."""
         self._assert_open()
-        paths = self._database_paths()
-        workers = min(LIST_WORKERS, os.cpu_count() or 1, len(paths) // LIST_FILES_PER_WORKER)
-        if workers <= 1:
-            found = _readable_metadata(paths)
-        else:
-            with ThreadPoolExecutor(workers, thread_name_prefix="sqlite-list") as pool:
-                parts = pool.map(_readable_metadata, [paths[start::workers] for start in range(workers)])
-                found = [metadata for part in parts for metadata in part]
+        found = _readable_metadata(self._database_paths())
         found.sort(key=lambda m: (-m.created_at, m.id))
         return found
 
