@@ -28,9 +28,12 @@ def target_for(backend: str, scenario: str, dataset: str) -> tuple[float, str]:
         return 0.5, "JSONL open at 10k/100k <= 0.5"
     if scenario == "fork open current branch" and backend in ("jsonl", "sqlite") and size == 10_000:
         return 0.2, "fork at 10k <= 0.2"
-    if scenario == "list sessions" and size == 1_000:
+    # Issue 5's catalog targets are against pi's JSONL and memory repositories (pi's JSONL create scans
+    # the directory); pi's SQLite creates and lists one database file per session as ours does, and
+    # issue 15 asks every SQLite row for <= 1.0.
+    if scenario == "list sessions" and size == 1_000 and backend != "sqlite":
         return 0.5, "list at 1k <= 0.5"
-    if scenario == "create+close sessions" and size == 1_000:
+    if scenario == "create+close sessions" and size == 1_000 and backend != "sqlite":
         return 0.1, "create+close at 1k <= 0.1"
     return EVERY_SCENARIO, "every scenario <= 1.0"
 

@@ -193,6 +193,9 @@ def test_targets_follow_the_issue() -> None:
     assert target_for("memory", "fork open current branch", ten_k)[0] == 1.0
     assert target_for("jsonl", "list sessions", "synthetic catalog: 1k closed sessions")[0] == 0.5
     assert target_for("jsonl", "create+close sessions", "synthetic catalog: 1k closed sessions")[0] == 0.1
+    assert target_for("sqlite", "create+close sessions", "synthetic catalog: 1k closed sessions")[0] == 1.0
+    assert target_for("sqlite", "list sessions", "synthetic catalog: 1k closed sessions")[0] == 1.0
+    assert target_for("sqlite", "fork open current branch", ten_k)[0] == 0.2
 
 
 def test_pi_results_are_validated_with_the_source_named() -> None:

@@ -14,7 +14,7 @@ from sessiontree.errors import StorageFormatError
 from sessiontree.plugins import get_registry
 from sessiontree_conformance.golden import pi_fixtures
 from sessiontree_sqlite import schema
-from sessiontree_sqlite.database import connect
+from sessiontree_sqlite.database import BUSY_TIMEOUT_MS, connect
 from sessiontree_sqlite.schema import LATEST_VERSION, MIGRATIONS, Migration, migrate, schema_version
 
 
@@ -75,3 +75,7 @@ def test_durability_sets_synchronous(durability: str, level: int, tmp_path: Path
         connection = session.storage.connection  # type: ignore[attr-defined]
         assert connection.execute("PRAGMA synchronous").fetchone()[0] == level  # NORMAL / FULL
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert connection.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+    reader = connect(str(tmp_path / "s.sqlite"), "readonly")
+    assert reader.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+    reader.close()

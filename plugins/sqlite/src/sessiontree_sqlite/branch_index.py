@@ -43,11 +43,14 @@ class Link:
     upper: int
 
 
-def locate(connection: sqlite3.Connection, session_id: str, entry_id: str) -> tuple[str, int] | None:
+def locate(
+    connection: sqlite3.Connection, session_id: str, entry_id: str, schema: str = "main"
+) -> tuple[str, int] | None:
     """``(segment, seq)`` of the segment that holds ``entry_id`` as its own row (pi's choice: the highest
-    tip, then the smallest segment id), or ``None``."""
+    tip, then the smallest segment id), or ``None``. ``schema`` names the database (an attached one)."""
     return connection.execute(
-        "SELECT b.branch_id, b.entry_seq FROM branch_entries b INDEXED BY ix_be_entry JOIN branch_meta m"
+        f"SELECT b.branch_id, b.entry_seq FROM {schema}.branch_entries b INDEXED BY ix_be_entry"
+        f" JOIN {schema}.branch_meta m"
         " ON m.session_id = b.session_id AND m.branch_id = b.branch_id"
         " WHERE b.session_id = ? AND b.entry_id = ?"
         " AND b.entry_seq > COALESCE(m.base_seq, 0) AND b.entry_seq <= m.tip_seq"
@@ -56,9 +59,9 @@ def locate(connection: sqlite3.Connection, session_id: str, entry_id: str) -> tu
     ).fetchone()
 
 
-def _meta(connection: sqlite3.Connection, session_id: str, branch: str) -> tuple[Any, Any]:
+def _meta(connection: sqlite3.Connection, session_id: str, branch: str, schema: str) -> tuple[Any, Any]:
     row = connection.execute(
-        "SELECT base_branch_id, base_seq FROM branch_meta WHERE session_id = ? AND branch_id = ?",
+        f"SELECT base_branch_id, base_seq FROM {schema}.branch_meta WHERE session_id = ? AND branch_id = ?",
         (session_id, branch),
     ).fetchone()
     if row is None:
@@ -66,11 +69,13 @@ def _meta(connection: sqlite3.Connection, session_id: str, branch: str) -> tuple
     return row
 
 
-def chain_from(connection: sqlite3.Connection, session_id: str, branch: str, upper: int) -> list[Link]:
+def chain_from(
+    connection: sqlite3.Connection, session_id: str, branch: str, upper: int, schema: str = "main"
+) -> list[Link]:
     """The segment chain of the path ending at seq ``upper`` of segment ``branch``, newest first."""
     chain: list[Link] = []
     while True:
-        base_branch, base_seq = _meta(connection, session_id, branch)
+        base_branch, base_seq = _meta(connection, session_id, branch, schema)
         if base_branch is not None and base_seq is None:
             raise StorageFormatError(f"Branch {branch} has base branch without base_seq")
         chain.append(Link(branch, base_seq or 0, upper))

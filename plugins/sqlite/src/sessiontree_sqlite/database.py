@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from sessiontree.errors import StorageIOError
 
-__all__ = ["BUSY_TIMEOUT_MS", "Durability", "check_durability", "connect"]
+__all__ = ["BUSY_TIMEOUT_MS", "Durability", "check_durability", "connect", "file_uri", "use_wal"]
 
 Durability = Literal["process", "fsync"]
 
@@ -26,30 +26,52 @@ def check_durability(durability: object) -> Durability:
     return durability  # type: ignore[return-value]
 
 
+def file_uri(path: str, mode: Literal["rwc", "rw", "ro"]) -> str:
+    """The ``file:`` URI of ``path`` opened in ``mode`` (for :func:`sqlite3.connect` and ``ATTACH``)."""
+    return f"file:{quote(os.path.abspath(path))}?mode={mode}"
+
+
+_URI_MODE: dict[str, Literal["rwc", "rw", "ro"]] = {"create": "rwc", "existing": "rw", "readonly": "ro"}
+
+
 def connect(
-    path: str, mode: Literal["create", "existing", "readonly"], durability: Durability = "process"
+    path: str,
+    mode: Literal["create", "existing", "readonly"],
+    durability: Durability = "process",
+    *,
+    wal: bool = True,
 ) -> sqlite3.Connection:
     """A connection to the database at ``path`` in autocommit mode (transactions are explicit).
 
     ``create`` opens or creates it, ``existing`` opens it read-write and never creates it, ``readonly``
     opens it read-only (pi's ``open``/``openExisting``/``openReadOnly``). Writable connections use WAL
-    and ``synchronous`` FULL (``fsync``: survives power loss) or NORMAL (``process``: survives a process
-    crash, pi's level)."""
+    (``wal=False`` leaves the journal mode as the file has it: see :func:`use_wal`) and ``synchronous``
+    FULL (``fsync``: survives power loss) or NORMAL (``process``: survives a process crash, pi's level)."""
     try:
-        if mode == "create":
-            connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        else:
-            flag = "rw" if mode == "existing" else "ro"
-            uri = f"file:{quote(os.path.abspath(path))}?mode={flag}"
-            connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        connection = sqlite3.connect(
+            file_uri(path, _URI_MODE[mode]),
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,  # sqlite3_busy_timeout: no PRAGMA statement per connection
+        )
     except sqlite3.Error as error:
         raise StorageIOError(f"Failed to open SQLite database {path}: {error}") from error
     try:
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if mode != "readonly":
-            connection.execute("PRAGMA journal_mode = WAL")
             connection.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[durability]}")
-    except sqlite3.Error as error:
+            if wal:
+                use_wal(connection, path)
+    except (sqlite3.Error, StorageIOError) as error:
         connection.close()
         raise StorageIOError(f"Failed to open SQLite database {path}: {error}") from error
     return connection
+
+
+def use_wal(connection: sqlite3.Connection, path: str) -> None:
+    """Put the database in WAL mode (a no-op when it is). A new database is written first in the rollback
+    journal mode and switched after its first transaction: SQLite does not journal the pages a transaction
+    adds to a file, so its rows are written once, where WAL would write them twice (log, then checkpoint)."""
+    mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if mode != "wal":
+        raise StorageIOError(f"SQLite database {path} stays in journal mode {mode!r}, expected 'wal'")

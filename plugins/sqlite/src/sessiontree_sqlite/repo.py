@@ -2,9 +2,9 @@
 (pi's ``sqlite/repo.js``, pi-formats §8.9-8.10).
 
 Beyond pi: the owner of a session (:mod:`sessiontree.owners`) is kept in ``sessions.metadata`` (a JSON
-object pi leaves alone); a fork streams rows from one read transaction instead of building a snapshot
-in memory, keeps unknown entry members, list elements and seqs (as memory and JSONL do); ``close()``
-closes every session it opened.
+object pi leaves alone); a fork copies rows inside SQLite (``INSERT ... SELECT`` from one snapshot of
+the source) instead of building a snapshot in memory, keeps unknown entry members, list elements and
+seqs (as memory and JSONL do); ``close()`` closes every session it opened.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect
+from .database import Durability, connect, file_uri, use_wal
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
-from .schema import migrate
+from .schema import migrate, migrate_in_transaction
 from .storage import SqliteStorage, rollback
 
 __all__ = ["Layout", "SqliteSessionRepo"]
@@ -47,6 +47,7 @@ __all__ = ["Layout", "SqliteSessionRepo"]
 Layout = Literal["shared", "directory"]
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+_FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
 _ROW = "id, created_at, parent_session_id, storage_version, metadata"
 
 
@@ -116,8 +117,9 @@ class SqliteSessionRepo:
             with self._lock:
                 self._pending.discard(session_id)
 
-    def _writable(self, path: str, *, create: bool) -> sqlite3.Connection:
-        connection = connect(path, "create" if create else "existing", self.durability)
+    def _writable(self, path: str) -> sqlite3.Connection:
+        """A writable connection to an existing database, migrated to the latest schema."""
+        connection = connect(path, "existing", self.durability)
         try:
             migrate(connection, path)
         except sqlite3.Error as error:
@@ -166,14 +168,31 @@ class SqliteSessionRepo:
             notify_admitted()
             path = self.path_for(session_id)
             with self._new_database(path, session_id) as connection:
-                self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    migrate_in_transaction(connection, path)
+                    self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
+                    connection.execute("COMMIT")
+                except sqlite3.Error as error:
+                    rollback(connection)
+                    raise StorageIOError(
+                        f"Failed to create session {session_id} in {path}: {error}"
+                    ) from error
+                except BaseException:
+                    rollback(connection)
+                    raise
+                use_wal(connection, path)
                 metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
                 return self._publish(metadata, connection)
 
     @contextlib.contextmanager
     def _new_database(self, path: str, session_id: str) -> Any:
         """A writable connection to the database the new session goes in (a new file in the
-        per-session layout: refused when it exists), removed again if the block fails."""
+        per-session layout: refused when it exists), removed again if the block fails. Its schema is
+        not yet migrated: the block migrates inside the transaction that writes the session, then calls
+        :func:`~sessiontree_sqlite.database.use_wal`. Only a file this call created is left in the rollback
+        journal mode until then: a shared container is put in WAL mode first, since another process's
+        writer may be creating it too (switching after a transaction could then wait on that writer)."""
         created = False
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if self.layout == "directory":
@@ -184,7 +203,7 @@ class SqliteSessionRepo:
             created = True
         connection: sqlite3.Connection | None = None
         try:
-            connection = self._writable(path, create=True)
+            connection = connect(path, "create", self.durability, wal=not created)
             yield connection
         except BaseException:
             if connection is not None:
@@ -202,35 +221,24 @@ class SqliteSessionRepo:
         extra: dict[str, JsonValue],
         next_seq: int,
         message_count: int,
-        *,
-        begin: bool = True,
     ) -> None:
-        """Insert the session row (its own ``BEGIN IMMEDIATE`` transaction unless ``begin=False``)."""
-        if begin:
-            connection.execute("BEGIN IMMEDIATE")
-        try:
-            exists = connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if exists is not None:
-                raise SessionExistsError(f"Session already exists: {session_id}")
-            connection.execute(
-                "INSERT INTO sessions (id, created_at, parent_session_id, storage_version, metadata,"
-                " message_count, usage_payload, next_seq) VALUES (?, ?, ?, 1, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    created_at,
-                    parent_session_id,
-                    jsjson.dumps(extra) if extra else None,
-                    message_count,
-                    encode_usage_payload(empty_usage()),
-                    next_seq,
-                ),
-            )
-            if begin:
-                connection.execute("COMMIT")
-        except BaseException:
-            if begin:
-                rollback(connection)
-            raise
+        """Insert the session row (inside the caller's write transaction)."""
+        exists = connection.execute("SELECT 1 FROM main.sessions WHERE id = ?", (session_id,)).fetchone()
+        if exists is not None:
+            raise SessionExistsError(f"Session already exists: {session_id}")
+        connection.execute(
+            "INSERT INTO main.sessions (id, created_at, parent_session_id, storage_version, metadata,"
+            " message_count, usage_payload, next_seq) VALUES (?, ?, ?, 1, ?, ?, ?, ?)",
+            (
+                session_id,
+                created_at,
+                parent_session_id,
+                jsjson.dumps(extra) if extra else None,
+                message_count,
+                encode_usage_payload(empty_usage()),
+                next_seq,
+            ),
+        )
 
     # --- open / list -----------------------------------------------------------------------------
 
@@ -251,7 +259,7 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=False):
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
-            connection = self._writable(path, create=False)
+            connection = self._writable(path)
             try:
                 stored = _read_metadata(connection, session_id, path)
                 if stored is None:
@@ -265,12 +273,7 @@ class SqliteSessionRepo:
     def list(self, **_options: Any) -> list[SessionMetadata]:
         """Every readable session, newest first (then by id); unreadable files are skipped (as pi)."""
         self._assert_open()
-        found: list[SessionMetadata] = []
-        for path in self._database_paths():
-            try:
-                found.extend(m for m in _read_all_metadata(path) if m.storage_version == 1)
-            except (sqlite3.Error, StorageIOError, ValueError):
-                continue
+        found = _readable_metadata(self._database_paths())
         found.sort(key=lambda m: (-m.created_at, m.id))
         return found
 
@@ -311,7 +314,7 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=False):
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
-            connection = self._writable(path, create=False)
+            connection = self._writable(path)
             try:
                 connection.execute("BEGIN IMMEDIATE")
                 try:
@@ -334,8 +337,9 @@ class SqliteSessionRepo:
 
     def fork(self, source: SessionMetadata | str, options: ForkOptions) -> StorageBackedSession:
         """Copy a branch or the whole tree of ``source`` (open or closed; its metadata may name a
-        database outside this repository, read read-only) into a new open session of this repository,
-        streamed from one read transaction. The source's owner goes with it."""
+        database outside this repository, attached read-only) into a new open session of this
+        repository: one write transaction that copies the rows with ``INSERT ... SELECT`` from one
+        snapshot of the source. The source's owner goes with it."""
         self._assert_open()
         source_id = source if isinstance(source, str) else source.id
         source_path = self.path_for(source_id) if isinstance(source, str) or source.path is None else source.path
@@ -344,46 +348,69 @@ class SqliteSessionRepo:
         created_at = self.now()
         destination_id = options.id if options.id is not None else uuidv7(created_at)
         with self._reserved(destination_id, creating=True):
-            reader = connect(source_path, "readonly")
-            try:
-                reader.execute("BEGIN")
-                stored = self._fork_snapshot(reader, source_id, source_path)
-                if stored is None:
-                    raise SessionNotFoundError(f"Unknown session: {source_id}")
-                _check_storage_version(stored)
-                extra = owner_extra(stored.extra)
-                path = self.path_for(destination_id)
-                with self._new_database(path, destination_id) as connection:
-                    connection.execute("BEGIN IMMEDIATE")
-                    try:
-                        self._insert_session(
-                            connection, destination_id, created_at, source_id, extra, 1, 0, begin=False
-                        )
-                        next_seq, messages = copy_fork(reader, source_id, connection, destination_id, options)
-                        connection.execute(
-                            "UPDATE sessions SET next_seq = ?, message_count = ? WHERE id = ?",
-                            (next_seq, messages, destination_id),
-                        )
-                        connection.execute("COMMIT")
-                    except BaseException:
-                        rollback(connection)
-                        raise
-                    metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
-                    return self._publish(metadata, connection)
-            finally:
-                rollback(reader)
-                reader.close()
+            path = self.path_for(destination_id)
+            with self._new_database(path, destination_id) as connection:
+                with _source_schema(connection, source_path, path) as schema:
+                    extra = self._fork_into(
+                        connection, schema, source_id, source_path, destination_id, created_at, options
+                    )
+                use_wal(connection, path)
+                metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
+                return self._publish(metadata, connection)
 
-    def _fork_snapshot(self, reader: sqlite3.Connection, source_id: str, path: str) -> SessionMetadata | None:
-        """Start ``reader``'s snapshot: on the source's commit queue when this repository has it open
-        (the fork sees exactly the commits admitted before it), else now."""
+    def _fork_into(
+        self,
+        connection: sqlite3.Connection,
+        schema: str,
+        source_id: str,
+        source_path: str,
+        destination_id: str,
+        created_at: int,
+        options: ForkOptions,
+    ) -> dict[str, JsonValue]:
+        """The fork's write transaction; returns the destination's extra metadata (the owner)."""
+        try:
+            stored = self._fork_snapshot(connection, schema, source_id, source_path)
+            if stored is None:
+                raise SessionNotFoundError(f"Unknown session: {source_id}")
+            _check_storage_version(stored)
+            extra = owner_extra(stored.extra)
+            migrate_in_transaction(connection, self.path_for(destination_id))
+            self._insert_session(connection, destination_id, created_at, source_id, extra, 1, 0)
+            next_seq, messages = copy_fork(connection, schema, source_id, destination_id, options)
+            connection.execute(
+                "UPDATE main.sessions SET next_seq = ?, message_count = ? WHERE id = ?",
+                (next_seq, messages, destination_id),
+            )
+            connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            rollback(connection)
+            raise StorageIOError(
+                f"Failed to fork session {source_id} into {self.path_for(destination_id)}: {error}"
+            ) from error
+        except BaseException:
+            rollback(connection)
+            raise
+        return extra
+
+    def _fork_snapshot(
+        self, connection: sqlite3.Connection, schema: str, source_id: str, path: str
+    ) -> SessionMetadata | None:
+        """Begin the fork's write transaction and read the source's metadata, which starts the source's
+        snapshot: on the source's commit queue when this repository has it open (the fork sees exactly
+        the commits admitted before it), else now."""
+
+        def begin() -> SessionMetadata | None:
+            connection.execute("BEGIN IMMEDIATE")
+            return _read_metadata(connection, source_id, path, schema)
+
         with self._lock:
             session = self._open.get(source_id)
         storage = None if session is None else session.storage
         if isinstance(storage, SqliteStorage) and os.path.realpath(storage.path) == os.path.realpath(path):
-            return storage.run_ordered(lambda: _read_metadata(reader, source_id, path))  # type: ignore[no-any-return]
+            return storage.run_ordered(begin)  # type: ignore[no-any-return]
         notify_admitted()
-        return _read_metadata(reader, source_id, path)
+        return begin()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -423,6 +450,23 @@ _SESSION_TABLES = (
 )
 
 
+@contextlib.contextmanager
+def _source_schema(connection: sqlite3.Connection, source_path: str, path: str) -> Any:
+    """The schema a fork reads its source from: ``main`` when the source is in the destination's
+    database, else the source's file attached read-only for the block."""
+    if os.path.realpath(source_path) == os.path.realpath(path):
+        yield "main"
+        return
+    try:
+        connection.execute(f"ATTACH DATABASE ? AS {_FORK_SOURCE}", (file_uri(source_path, "ro"),))
+    except sqlite3.Error as error:
+        raise StorageIOError(f"Failed to open SQLite database {source_path}: {error}") from error
+    try:
+        yield _FORK_SOURCE
+    finally:
+        connection.execute(f"DETACH DATABASE {_FORK_SOURCE}")
+
+
 def _metadata(
     session_id: str,
     created_at: int,
@@ -452,9 +496,22 @@ def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
     return _metadata(session_id, created_at, parent_session_id, storage_version, extra, path)
 
 
-def _read_metadata(connection: sqlite3.Connection, session_id: str, path: str) -> SessionMetadata | None:
-    row = connection.execute(f"SELECT {_ROW} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+def _read_metadata(
+    connection: sqlite3.Connection, session_id: str, path: str, schema: str = "main"
+) -> SessionMetadata | None:
+    row = connection.execute(f"SELECT {_ROW} FROM {schema}.sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else _metadata_of_row(row, path)
+
+
+def _readable_metadata(paths: list[str]) -> list[SessionMetadata]:
+    """The version-1 sessions of the database files at ``paths``, skipping those that cannot be read."""
+    found: list[SessionMetadata] = []
+    for path in paths:
+        try:
+            found.extend(m for m in _read_all_metadata(path) if m.storage_version == 1)
+        except (sqlite3.Error, StorageIOError, ValueError):
+            continue
+    return found
 
 
 def _read_all_metadata(path: str) -> list[SessionMetadata]:

@@ -4,7 +4,8 @@ pi runs its schema (``001_initial.sql``, reproduced byte for byte in ``pi_schema
 ``sqlite_master`` holds exactly pi's objects) on every create and keeps ``PRAGMA user_version`` at 0.
 sessiontree numbers its migrations instead: ``user_version`` is the number of migrations applied, each
 runs in one ``BEGIN IMMEDIATE`` transaction that also sets the version, so a crash or a second process
-never sees half of one. A database pi wrote (version 0, pi's tables present) takes the same path: the
+never sees half of one. A database being created takes every migration inside the transaction that
+writes its first session (one transaction, one set of syncs, for a new file). A database pi wrote (version 0, pi's tables present) takes the same path: the
 first migration's statements are ``IF NOT EXISTS``, so they only add what is missing.
 
 Migration bookkeeping is ``user_version`` alone (pi never reads it). The only object beyond pi's is the
@@ -22,7 +23,15 @@ import attrs
 
 from sessiontree.errors import StorageFormatError
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "migrate", "pi_schema_statements", "schema_version"]
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "Migration",
+    "migrate",
+    "migrate_in_transaction",
+    "pi_schema_statements",
+    "schema_version",
+]
 
 
 def _split_statements(script: str) -> list[str]:
@@ -87,8 +96,16 @@ def check_version(version: int, path: str) -> None:
         )
 
 
+def _apply(connection: sqlite3.Connection, version: int) -> str:
+    migration = MIGRATIONS[version]
+    for statement in migration.statements():
+        connection.execute(statement)
+    return migration.name
+
+
 def migrate(connection: sqlite3.Connection, path: str) -> list[str]:
     """Bring the database to :data:`LATEST_VERSION`, one transaction per migration; the names applied.
+    An up-to-date database costs one ``PRAGMA user_version`` read.
 
     The connection must be in autocommit mode (``isolation_level=None``)."""
     applied: list[str] = []
@@ -100,16 +117,27 @@ def migrate(connection: sqlite3.Connection, path: str) -> list[str]:
             version = schema_version(connection)  # another process may have migrated meanwhile
             check_version(version, path)
             if version < LATEST_VERSION:
-                migration = MIGRATIONS[version]
-                for statement in migration.statements():
-                    connection.execute(statement)
+                applied.append(_apply(connection, version))
                 version += 1
                 connection.execute(f"PRAGMA user_version = {version}")
-                applied.append(migration.name)
             connection.execute("COMMIT")
         except BaseException:
             _rollback(connection)
             raise
+    return applied
+
+
+def migrate_in_transaction(connection: sqlite3.Connection, path: str) -> list[str]:
+    """Every pending migration inside the caller's ``BEGIN IMMEDIATE`` transaction (they commit or roll
+    back with it); the names applied."""
+    version = schema_version(connection)
+    check_version(version, path)
+    applied: list[str] = []
+    while version < LATEST_VERSION:
+        applied.append(_apply(connection, version))
+        version += 1
+    if applied:
+        connection.execute(f"PRAGMA user_version = {version}")
     return applied
 
 

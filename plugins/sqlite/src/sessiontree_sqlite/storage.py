@@ -11,6 +11,7 @@ of a commit.
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
@@ -260,7 +261,7 @@ class SqliteStorage:
         self._queue = CommitQueue("SqliteStorage is closed")
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
         self._last_timestamp = 0
-        self._entries: dict[str, Entry] = {}  # id -> decoded entry, oldest first (ENTRY_CACHE_SIZE)
+        self._entries: OrderedDict[str, Entry] = OrderedDict()  # id -> decoded entry, oldest first
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
@@ -368,10 +369,12 @@ class SqliteStorage:
     def _remember(self, entry: Entry) -> None:
         entries = self._entries
         if len(entries) >= ENTRY_CACHE_SIZE:
+            # OrderedDict: dropping the oldest is O(1); a dict's next(iter()) walks over the slots its
+            # earlier deletions left at the front, which made a 100k-entry scan quadratic.
             try:
-                del entries[next(iter(entries))]
-            except (KeyError, RuntimeError, StopIteration):
-                pass  # another reader's thread evicted at the same time: the cap still holds roughly
+                entries.popitem(last=False)
+            except KeyError:
+                pass  # another reader's thread emptied it at the same time: the cap still holds
         entries[entry.id] = entry
 
     def _entry(self, row: tuple[Any, ...]) -> Entry:
