@@ -41,7 +41,8 @@ def _wait_for_blocked_insert(conn: psycopg.Connection, not_pid: int = 0) -> int:
     """The pid of the backend waiting on the lock inside its commit (polled until it is there)."""
     for _ in range(2000):
         row = conn.execute(
-            "SELECT pid, pg_sleep(0) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
+            "SELECT pid, pg_sleep(0) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND datname = current_database() "
             "AND (query LIKE '%%INSERT INTO %%' OR query LIKE 'WITH j AS %%') "
             "AND pid <> pg_backend_pid() AND pid <> %s",
             (not_pid,),

@@ -91,7 +91,8 @@ def test_an_id_the_knowledge_took_for_absent_is_checked_by_the_statement(
     dsn = re.sub(r"[?&]schema=\w+", "", postgres_url)
     with psycopg.connect(dsn, autocommit=True) as conn:  # an entry the storage never heard of, seq unchanged
         conn.execute(
-            f'INSERT INTO "{schema}".entries (tenant, owner_user, session_id, seq, id, parent_id, type, timestamp, raw) '
+            f'INSERT INTO "{schema}".entries '
+            "(tenant, owner_user, session_id, seq, id, parent_id, type, timestamp, raw) "
             "VALUES ('', '', 's', 1000, 'sneaked', NULL, 'message', 1, '{}')"
         )
     storage = session.storage

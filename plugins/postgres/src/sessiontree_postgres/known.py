@@ -77,7 +77,8 @@ class KnownState:
             elif kind is UsageWrite:
                 self._kinds[write.row.id] = False  # type: ignore[attr-defined]
             elif kind is ValueSet:
-                self._values[(write.namespace, slot_of(write.key))] = value_rows[write.seq]  # type: ignore[attr-defined]
+                at = (write.namespace, slot_of(write.key))  # type: ignore[attr-defined]
+                self._values[at] = value_rows[write.seq]  # type: ignore[attr-defined]
             elif kind is ValueDelete:
                 self._values[(write.namespace, slot_of(write.key))] = None  # type: ignore[attr-defined]
         self.head = head

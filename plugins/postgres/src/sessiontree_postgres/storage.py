@@ -247,12 +247,15 @@ class PostgresStorage:
                             "usage_total": encode_usage_total(stats.usage),
                         },
                     )
-                result = CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
+                result = CommitResult(
+                    first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats
+                )
             stage[0] = "committing"
         if written is not None and not _wrote(written):  # the row was locked by this transaction
             raise StorageValidationError(f"Session {key['sid']} changed under its row lock; nothing was written")
         # Committed: what it read under the lock, then its writes, are the session as of its head.
-        self._known.learn(Head(next_seq, last_timestamp, SessionStats(message_count=message_count, usage=usage_total)), *reader.known())
+        locked_stats = SessionStats(message_count=message_count, usage=usage_total)
+        self._known.learn(Head(next_seq, last_timestamp, locked_stats), *reader.known())
         if prepared.writes and not prepared.replayed:
             rows = plan.value_rows if plan is not None else _value_rows(prepared.writes)
             self._known.advance(Head(prepared.seqs[-1] + 1, timestamp, stats), prepared.writes, rows)
@@ -497,8 +500,9 @@ def _one_statement_plan(writes: Sequence[Write], stats: SessionStats) -> _Plan |
             usage = add_usage(usage, summable_usage(r.usage))
             usage_rows.append([r.seq, b(r.id).hex(), dumps(usage_row_to_wire(r))])
         elif kind is ListAppend:
-            a = write
-            appends.append([b(a.namespace).hex(), b(slot_of(a.key)).hex(), a.key is ABSENT, a.seq, dumps(a.value)])  # type: ignore[attr-defined]
+            a: Any = write
+            slot = b(slot_of(a.key)).hex()
+            appends.append([b(a.namespace).hex(), slot, a.key is ABSENT, a.seq, dumps(a.value)])
         else:
             return None
     if len({(row[0], row[1]) for row in value_rows.values()}) != len(sets):
