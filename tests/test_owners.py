@@ -163,6 +163,25 @@ def test_binding_a_repository_without_owner_hooks_is_refused_and_closes_it() -> 
     assert plain.closed
 
 
+def test_a_repository_with_its_own_owner_binding_is_bound_by_it_and_closed_when_it_fails() -> None:
+    class Binding:
+        closed = False
+
+        def bind_owner(self, owner: Owner) -> Any:
+            if owner == B:
+                raise InvalidArgumentError("not this one")
+            return ("own view", owner)
+
+        def close(self) -> None:
+            self.closed = True
+
+    assert bind_owner(Binding(), A) == ("own view", A)
+    refused = Binding()
+    with pytest.raises(InvalidArgumentError, match="not this one"):
+        bind_owner(refused, B)
+    assert refused.closed
+
+
 def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
     section = text.split("\n### Tenants (owners)\n", 1)[1].split("\n## ", 1)[0]

@@ -663,6 +663,7 @@ def test_describe_lists_backends_with_capabilities_and_plugins_with_hooks() -> N
     assert listing["backends"] == [
         {
             "name": "fake",
+            "schemes": ["fake"],
             "installed": True,
             "plugin": "p",
             "distribution": "fake-dist",
@@ -687,6 +688,27 @@ def test_describe_lists_backends_with_capabilities_and_plugins_with_hooks() -> N
             "error": None,
         }
     ]
+
+
+def test_a_backend_with_aliases_is_selected_by_each_scheme_and_listed_once() -> None:
+    registry = registry_with(("p", BackendsPlugin(spec("fake", aliases=("fakeql",)), spec("other"))))
+    assert isinstance(registry.open_backend("fakeql:///x"), FakeBackend)
+    assert isinstance(registry.open_backend("fake:///x"), FakeBackend)
+    listing = registry.describe()
+    assert [(entry["name"], entry["schemes"]) for entry in listing["backends"]] == [
+        ("fake", ["fake", "fakeql"]),
+        ("other", ["other"]),
+    ]
+    assert listing["plugins"][0]["backends"] == ["fake", "other"]
+
+
+def test_an_alias_taken_by_another_plugin_is_a_conflict() -> None:
+    registry = registry_with(
+        ("p", BackendsPlugin(spec("fake", aliases=("shared",)))), ("q", BackendsPlugin(spec("shared")))
+    )
+    with pytest.raises(BackendConflictError, match="'shared' is registered by more than one plugin"):
+        registry.backend("shared")
+    assert isinstance(registry.open_backend("fake:///x"), FakeBackend)
 
 
 def test_describe_all_adds_the_project_backends_that_are_not_installed_and_the_core_plugin() -> None:

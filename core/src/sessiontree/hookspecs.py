@@ -104,6 +104,11 @@ class BackendSpec:
     """How to install the distribution that provides it, e.g. ``pip install sessiontree-sqlite``."""
     description: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
     """One line for listings."""
+    aliases: tuple[str, ...] = attrs.field(
+        default=(), converter=tuple, validator=attrs.validators.deep_iterable(_check_name)
+    )
+    """Further URL schemes that select the same backend (``postgresql`` beside ``postgres``); listed
+    once, under ``name``, with all its schemes."""
 
 
 @attrs.frozen(kw_only=True)

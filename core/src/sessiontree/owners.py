@@ -23,6 +23,7 @@ __all__ = [
     "OwnedRepo",
     "Owner",
     "SupportsOwners",
+    "SupportsOwnerBinding",
     "bind_owner",
     "not_found",
     "owner_extra",
@@ -173,12 +174,29 @@ class OwnedRepo:
         self.close()
 
 
-def bind_owner(repo: Any, owner: Owner) -> OwnedRepo:
+@runtime_checkable
+class SupportsOwnerBinding(Protocol):
+    """A repository with its own owner views (e.g. each statement filtered by the owner in SQL):
+    :func:`bind_owner` uses them instead of :class:`OwnedRepo`."""
+
+    def bind_owner(self, owner: Owner) -> Any:
+        """A view for ``owner`` that owns this repository (closing the view closes it)."""
+        ...
+
+
+def bind_owner(repo: Any, owner: Owner) -> Any:
     """A view of ``repo`` for ``owner`` that owns ``repo`` (closing the view closes it): what
-    ``open_repo(url, owner=...)`` returns. ``repo`` is closed when it cannot be bound."""
+    ``open_repo(url, owner=...)`` returns. The repository's own binding when it has one
+    (:class:`SupportsOwnerBinding`), else :class:`OwnedRepo`. ``repo`` is closed when it cannot be bound."""
     if not isinstance(owner, Owner):
         repo.close()
         raise InvalidArgumentError(f"owner must be a sessiontree.owners.Owner, got {type(owner).__name__}")
+    if isinstance(repo, SupportsOwnerBinding):
+        try:
+            return repo.bind_owner(owner)
+        except BaseException:
+            repo.close()
+            raise
     if not isinstance(repo, SupportsOwners):
         repo.close()
         raise UnsupportedOperationError(

@@ -1,6 +1,7 @@
 """A writer whose connection is killed mid-commit (``pg_terminate_backend``) leaves the whole commit or
 nothing. The commit is stopped at a known point by a lock the test holds on the ``commits`` table (a
-commit's last insert, after its entry and tip rows), so the kill always lands inside the transaction."""
+commit's last insert, after its entry and tip rows), so the kill always lands inside the transaction
+(a one-statement commit, ``WITH j AS ...``, shows only its head in ``pg_stat_activity``)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ def _wait_for_blocked_insert(conn: psycopg.Connection, not_pid: int = 0) -> int:
     for _ in range(2000):
         row = conn.execute(
             "SELECT pid, pg_sleep(0) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE '%%INSERT INTO %%' AND pid <> pg_backend_pid() AND pid <> %s",
+            "AND datname = current_database() "
+            "AND (query LIKE '%%INSERT INTO %%' OR query LIKE 'WITH j AS %%') "
+            "AND pid <> pg_backend_pid() AND pid <> %s",
             (not_pid,),
         ).fetchone()
         if row is not None:

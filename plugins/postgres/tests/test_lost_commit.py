@@ -1,7 +1,9 @@
 """A connection lost after ``COMMIT`` was sent: the outcome is unknown to the writer. A commit with entry
 ids is retried as an idempotent one (a landed commit would answer with its original result); one
 without ids is not retried and says so. The ``COMMIT`` is held by a deferred trigger (test-only, in
-this test's schema) waiting on an advisory lock the test holds, so the kill lands inside it."""
+this test's schema) waiting on an advisory lock the test holds, so the kill lands inside it: the
+explicit ``COMMIT`` of a locked commit, or the end of a one-statement commit (``WITH j AS ...``, in
+autocommit) of a storage that knows its session's head."""
 
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ def _hold_commits(url: str) -> None:
 def _wait_for_commit(conn: psycopg.Connection, not_pid: int | None = None) -> int:
     for _ in range(2000):
         row = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query = 'COMMIT' "
+            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
+            "AND (query = 'COMMIT' OR query LIKE 'WITH j AS %%') "
             "AND pid <> pg_backend_pid() AND pid <> %s",
             (not_pid or 0,),
         ).fetchone()

@@ -159,3 +159,17 @@ def _refusal(call: Any, *args: Any) -> str:
     with pytest.raises(SessionNotFoundError) as raised:
         call(*args)
     return str(raised.value)
+
+
+def test_open_repo_with_an_owner_returns_the_backends_own_view_which_owns_the_pool(postgres_url: str) -> None:
+    from sessiontree.owners import Owner
+    from sessiontree.plugins import open_repo
+    from sessiontree_postgres.repo import PostgresSessionRepo
+
+    with open_repo(postgres_url, owner=Owner("acme", "alice")) as alice:
+        assert type(alice) is PostgresSessionRepo and alice.owner == Owner("acme", "alice")
+        alice.create(id="mine").close()
+        db = alice.db
+    assert db._pool is None, "closing the bound view closed its repository and the pool"
+    with open_repo(postgres_url, owner=Owner("acme", "bob")) as bob:
+        assert bob.list() == []

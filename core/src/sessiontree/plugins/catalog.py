@@ -130,7 +130,8 @@ def contribution_of(pm: pluggy.PluginManager, plugin_name: str) -> Contribution:
 
     def register_backend(spec: BackendSpec) -> None:
         spec = expect_spec(spec, BackendSpec)
-        add_unique(contribution.backends, "backend", spec, spec.name)
+        for scheme in (spec.name, *spec.aliases):
+            add_unique(contribution.backends, "backend", spec, scheme)
 
     def register_filesystem(spec: FileSystemSpec) -> None:
         spec = expect_spec(spec, FileSystemSpec)

@@ -28,7 +28,9 @@ def describe(
 ) -> dict[str, Any]:
     """See :meth:`sessiontree.plugins.Registry.describe`; ``operations_of`` lists a backend's capabilities."""
     backends: list[dict[str, Any]] = []
-    for claim in catalog.backends.values():
+    for scheme, claim in catalog.backends.items():
+        if scheme != claim.value.name:
+            continue  # an alias: listed with its backend's schemes
         entry = backend_entry(claim, None)
         try:
             operations = operations_of(claim)
@@ -50,6 +52,7 @@ def describe(
         backends.append(
             {
                 "name": name,
+                "schemes": [name],
                 "installed": False,
                 "plugin": known.plugin,
                 "distribution": known.distribution,
@@ -104,7 +107,7 @@ def plugin_entry(pm: pluggy.PluginManager, record: PluginRecord, catalog: Catalo
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
 
     def names(claims: Mapping[str, Claim[Any]], kind: str) -> list[str]:
-        mine = {name for name, claim in claims.items() if claim.plugin is record}
+        mine = {name for name, claim in claims.items() if claim.plugin is record and _named(claim, name)}
         mine |= {
             name
             for (k, name), cs in catalog.conflicts.items()
@@ -125,10 +128,16 @@ def plugin_entry(pm: pluggy.PluginManager, record: PluginRecord, catalog: Catalo
     }
 
 
+def _named(claim: Claim[Any], name: str) -> bool:
+    """Whether ``name`` is the claim's own name (not one of a backend's aliases)."""
+    return getattr(claim.value, "name", name) == name
+
+
 def backend_entry(claim: Claim[BackendSpec], error: str | None) -> dict[str, Any]:
     spec = claim.value
     return {
         "name": spec.name,
+        "schemes": [spec.name, *spec.aliases],
         "installed": True,
         "plugin": claim.plugin.name,
         "distribution": claim.plugin.distribution,

@@ -20,13 +20,13 @@ _DESCRIPTION = "PostgreSQL: tenant-bound sessions shared by many processes, one 
 
 @hookimpl
 def register_backends(register: RegisterBackend) -> None:
-    for name in ("postgres", "postgresql"):
-        register(
-            BackendSpec(
-                name=name,
-                factory="sessiontree_postgres.backend:PostgresBackend",
-                capabilities=CAPABILITIES,
-                install_hint=_HINT,
-                description=_DESCRIPTION,
-            )
+    register(
+        BackendSpec(
+            name="postgres",
+            aliases=("postgresql",),
+            factory="sessiontree_postgres.backend:PostgresBackend",
+            capabilities=CAPABILITIES,
+            install_hint=_HINT,
+            description=_DESCRIPTION,
         )
+    )

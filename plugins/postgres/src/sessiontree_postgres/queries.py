@@ -132,29 +132,47 @@ QUERIES: dict[str, str] = {
     ),
     "delete_list": f"DELETE FROM {{s}}.list_elements WHERE {_SESSION} AND namespace = %(namespace)s AND slot = %(slot)s",
     # A whole commit whose writes need no order among themselves (no deletes, each value set once):
-    # every row, the commit record and the head in one statement.
+    # every row, the commit record and the head in one statement. The head moves, and anything is
+    # written, only when the session's next seq is %(expect_seq)s and the validator's recorded answers
+    # hold (ids taken for absent "a" are absent, for stored "p"/"q" are stored, values "w" have those
+    # seqs): it returns 0 rows written otherwise (see known.py).
     "write_commit": (
         "WITH j AS (SELECT %(rows)s::jsonb AS d), "
+        "head AS (UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
+        "message_count = %(message_count)s, usage_total = coalesce(%(usage_total)s, usage_total) "
+        f"WHERE {_OWNER} AND id = %(sid)s AND next_seq = %(expect_seq)s "
+        "AND NOT EXISTS (SELECT FROM {s}.entries "
+        f"WHERE {_SESSION} AND id = ANY(ARRAY(SELECT decode(x, 'hex') FROM j, jsonb_array_elements_text(j.d->'a') x))) "
+        "AND NOT EXISTS (SELECT FROM {s}.usage_rows "
+        f"WHERE {_SESSION} AND id = ANY(ARRAY(SELECT decode(x, 'hex') FROM j, jsonb_array_elements_text(j.d->'a') x))) "
+        "AND (SELECT count(*) FROM {s}.entries "
+        f"WHERE {_SESSION} AND id = ANY(ARRAY(SELECT decode(x, 'hex') FROM j, jsonb_array_elements_text(j.d->'p') x))) "
+        "= (SELECT jsonb_array_length(d->'p') FROM j) "
+        "AND (SELECT count(*) FROM {s}.usage_rows "
+        f"WHERE {_SESSION} AND id = ANY(ARRAY(SELECT decode(x, 'hex') FROM j, jsonb_array_elements_text(j.d->'q') x))) "
+        "= (SELECT jsonb_array_length(d->'q') FROM j) "
+        "AND NOT EXISTS (SELECT FROM j, jsonb_array_elements(j.d->'w') x WHERE (x->>2)::bigint IS DISTINCT FROM "
+        "(SELECT v.seq FROM {s}.session_values v WHERE v.tenant = %(tenant)s AND v.owner_user = %(user)s "
+        "AND v.session_id = %(sid)s AND v.namespace = decode(x->>0, 'hex') AND v.slot = decode(x->>1, 'hex'))) "
+        "RETURNING 1), "
         "e AS (INSERT INTO {s}.entries (tenant, owner_user, session_id, seq, id, parent_id, type, custom_type, "
         "timestamp, raw) SELECT %(tenant)s, %(user)s, %(sid)s, (x->>0)::bigint, decode(x->>1, 'hex'), "
         "decode(x->>2, 'hex'), decode(x->>3, 'hex'), decode(x->>4, 'hex'), (x->>5)::bigint, x->>6 "
-        "FROM j, jsonb_array_elements(j.d->'e') x), "
+        "FROM head, j, jsonb_array_elements(j.d->'e') x), "
         "u AS (INSERT INTO {s}.usage_rows (tenant, owner_user, session_id, seq, id, raw) "
         "SELECT %(tenant)s, %(user)s, %(sid)s, (x->>0)::bigint, decode(x->>1, 'hex'), x->>2 "
-        "FROM j, jsonb_array_elements(j.d->'u') x), "
+        "FROM head, j, jsonb_array_elements(j.d->'u') x), "
         "l AS (INSERT INTO {s}.list_elements (tenant, owner_user, session_id, namespace, slot, key_absent, seq, value) "
         "SELECT %(tenant)s, %(user)s, %(sid)s, decode(x->>0, 'hex'), decode(x->>1, 'hex'), (x->>2)::boolean, "
-        "(x->>3)::bigint, x->>4 FROM j, jsonb_array_elements(j.d->'l') x), "
+        "(x->>3)::bigint, x->>4 FROM head, j, jsonb_array_elements(j.d->'l') x), "
         "v AS (INSERT INTO {s}.session_values (tenant, owner_user, session_id, namespace, slot, key_absent, seq, value) "
         "SELECT %(tenant)s, %(user)s, %(sid)s, decode(x->>0, 'hex'), decode(x->>1, 'hex'), (x->>2)::boolean, "
-        "(x->>3)::bigint, x->>4 FROM j, jsonb_array_elements(j.d->'v') x "
+        "(x->>3)::bigint, x->>4 FROM head, j, jsonb_array_elements(j.d->'v') x "
         "ON CONFLICT (tenant, owner_user, session_id, namespace, slot) DO UPDATE "
         "SET key_absent = excluded.key_absent, seq = excluded.seq, value = excluded.value), "
         "c AS (INSERT INTO {s}.commits (tenant, owner_user, session_id, first_seq, end_seq, id_count) "
-        "VALUES (%(tenant)s, %(user)s, %(sid)s, %(first_seq)s, %(next_seq)s, %(id_count)s)) "
-        "UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
-        "message_count = %(message_count)s, usage_total = %(usage_total)s "
-        f"WHERE {_OWNER} AND id = %(sid)s"
+        "SELECT %(tenant)s, %(user)s, %(sid)s, %(first_seq)s, %(next_seq)s, %(id_count)s FROM head) "
+        "SELECT count(*) FROM head"
     ),
     "insert_commit": (
         "INSERT INTO {s}.commits (tenant, owner_user, session_id, first_seq, end_seq, id_count) "

@@ -34,6 +34,7 @@ class SqlCommitReader:
         self._kinds: dict[str, bool] = {}  # id -> True for an entry, False for a usage row
         self._asked: set[str] = set()
         self._values: dict[tuple[str, str], StoredValue | None] = {}
+        self._rows: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     @property
     def next_seq(self) -> int:
@@ -99,12 +100,19 @@ class SqlCommitReader:
 
         def read() -> None:
             for row in cursor.fetchall():
-                self._values[(s(row[0]), s(row[1]))] = stored_value(*row)
+                at = (s(row[0]), s(row[1]))
+                self._values[at] = stored_value(*row)
+                self._rows[at] = row
 
         return read
 
     def _fetch_values(self, addresses: Set[tuple[str, str]]) -> None:
         self._send_values(addresses)()
+
+    def known(self) -> tuple[dict[str, bool], dict[tuple[str, str], Any]]:
+        """What this reader learnt: the kinds of the stored ids it asked about, the value rows (``None``:
+        no value) of the addresses it asked about."""
+        return dict(self._kinds), {at: self._rows.get(at) for at in self._values}
 
     # --- CommitReader -----------------------------------------------------------------------------
 

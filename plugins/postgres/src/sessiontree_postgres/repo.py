@@ -66,8 +66,10 @@ class PostgresSessionRepo:
         now: Callable[[], int] | None = None,
         owner: Owner | None = None,
         shared: _Shared | None = None,
+        closes: PostgresSessionRepo | None = None,
     ) -> None:
         self.db = db
+        self._closes = closes  # the repository a bound view owns (closing the view closes it)
         self.now: Callable[[], int] = now or wall_clock_ms
         self.owner = owner
         self._root = shared is None
@@ -86,8 +88,10 @@ class PostgresSessionRepo:
 
     def close(self) -> None:
         """Close the sessions this repository opened and release the pool; a view's close does nothing
-        (it is closed with its repository). Idempotent."""
+        (it is closed with its repository) unless it owns the repository (:meth:`bind_owner`). Idempotent."""
         if not self._root:
+            if self._closes is not None:
+                self._closes.close()
             return
         with self._shared.lock:
             if self._shared.closed:
@@ -117,6 +121,13 @@ class PostgresSessionRepo:
 
             raise InvalidArgumentError("An owner view cannot be re-bound to another owner")
         return PostgresSessionRepo(self.db, now=self.now, owner=owner, shared=self._shared)
+
+    def bind_owner(self, owner: Owner) -> PostgresSessionRepo:
+        """:meth:`for_owner`, owning this repository (closing the view closes it): what
+        ``open_repo(url, owner=...)`` returns."""
+        view = self.for_owner(owner)
+        view._closes = self
+        return view
 
     def stored_sessions(self, ref: SessionMetadata | str) -> list[SessionMetadata]:
         """The stored metadata of the sessions with ``ref``'s id this repository may see."""

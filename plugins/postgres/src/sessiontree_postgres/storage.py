@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import orjson
 import psycopg
 
@@ -59,6 +60,7 @@ from .codec import (
     stored_value,
 )
 from .database import Database, LostCommitError
+from .known import Head, KnownReader, KnownState, ValueRow, value_row
 from .reader import SqlCommitReader
 
 __all__ = ["PostgresStorage", "SessionKey", "insert_writes"]
@@ -91,6 +93,7 @@ class PostgresStorage:
         self._now = now or wall_clock_ms
         self._queue = CommitQueue(f"{type(self).__name__} is closed")
         self._last_timestamp = 0
+        self._known = KnownState()
         db.acquire()
 
     def __repr__(self) -> str:
@@ -126,7 +129,7 @@ class PostgresStorage:
             next_seq, last, stats = self._read_head()
             return CommitResult(first_seq=next_seq, seqs=(), timestamp=self._timestamp(last), stats=stats)
         retry_key = any(type(write) is EntryWrite for write in writes)
-        unsure = False  # an attempt lost its connection after sending COMMIT
+        unsure = False  # an attempt lost its connection after sending its commit
 
         def job(conn: psycopg.Connection, _attempt: int) -> CommitResult:
             nonlocal unsure
@@ -145,15 +148,54 @@ class PostgresStorage:
                 )
             stage = ["open"]
             try:
-                return self._commit_once(conn, writes, wanted, stage)
-            except psycopg.OperationalError:
-                if stage[0] == "committing":
+                if not unsure and self._known.head is not None:
+                    result = self._commit_known(conn, writes, wanted, stage)
+                    if result is not None:
+                        return result
+                    stage[0] = "open"
+                return self._commit_locked(conn, writes, wanted, stage)
+            except BaseException as error:
+                self._known.forget()
+                if isinstance(error, psycopg.OperationalError) and stage[0] == "committing":
                     unsure = True
                 raise
 
         return self.db.run(job, what=f"commit to session {self.key['sid']}")
 
-    def _commit_once(
+    def _commit_known(
+        self,
+        conn: psycopg.Connection,
+        writes: tuple[Write, ...],
+        expectations: Expectations | None,
+        stage: list[str],
+    ) -> CommitResult | None:
+        """The commit in one statement, validated over what this storage knows (:mod:`.known`); ``None``
+        when the knowledge does not decide it or the session moved on (nothing was written)."""
+        head = self._known.head
+        assert head is not None
+        reader = KnownReader(self._known)
+        timestamp = self._timestamp(head.last_timestamp)
+        try:
+            prepared = prepare_commit(reader, writes, timestamp, expectations)
+        except Exception:  # decided on knowledge that may be stale: the locked path decides
+            return None
+        if prepared.replayed or not prepared.writes:
+            return None
+        plan = _one_statement_plan(prepared.writes, head.stats)
+        if plan is None:
+            return None
+        stage[0] = "committing"  # one statement in autocommit: sending it is committing
+        cursor = _write_planned(conn, self.db.sql, self.key, prepared, plan, head.next_seq, timestamp, reader.checks())
+        if not _wrote(cursor):
+            return None
+        return self._landed(prepared, timestamp, plan)
+
+    def _landed(self, prepared: Any, timestamp: int, plan: _Plan) -> CommitResult:
+        end = prepared.seqs[-1] + 1
+        self._known.advance(Head(end, timestamp, plan.stats), prepared.writes, plan.value_rows)
+        return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=plan.stats)
+
+    def _commit_locked(
         self,
         conn: psycopg.Connection,
         writes: tuple[Write, ...],
@@ -180,28 +222,44 @@ class PostgresStorage:
             if prepared.replayed or not prepared.writes:
                 first = prepared.first_seq if prepared.replayed else next_seq
                 stamp = prepared.timestamp if prepared.replayed else timestamp
-                return CommitResult(first_seq=first, seqs=prepared.seqs, timestamp=stamp, stats=stats)
-            if not write_in_one_statement(conn, sql, key, prepared, stats, timestamp):
-                stats = insert_writes(conn, sql, key, prepared.writes, stats)
-                ids = sum(1 for w in prepared.writes if type(w) is EntryWrite or type(w) is UsageWrite)
-                end = prepared.seqs[-1] + 1
-                conn.execute(
-                    sql["insert_commit"], {**key, "first_seq": prepared.first_seq, "end_seq": end, "id_count": ids}
-                )
-                conn.execute(
-                    sql["update_session"],
-                    {
-                        **key,
-                        "next_seq": end,
-                        "last_timestamp": timestamp,
-                        "message_count": stats.message_count,
-                        "usage_total": encode_usage_total(stats.usage),
-                    },
-                )
+                result = CommitResult(first_seq=first, seqs=prepared.seqs, timestamp=stamp, stats=stats)
+                plan = written = None
             else:
-                stats = _stats_after(prepared.writes, stats)
+                plan = _one_statement_plan(prepared.writes, stats)
+                written = None
+                if plan is not None:
+                    written = _write_planned(conn, sql, key, prepared, plan, next_seq, timestamp, None)
+                    stats = plan.stats
+                else:
+                    stats = insert_writes(conn, sql, key, prepared.writes, stats)
+                    ids = sum(1 for w in prepared.writes if type(w) is EntryWrite or type(w) is UsageWrite)
+                    end = prepared.seqs[-1] + 1
+                    conn.execute(
+                        sql["insert_commit"], {**key, "first_seq": prepared.first_seq, "end_seq": end, "id_count": ids}
+                    )
+                    conn.execute(
+                        sql["update_session"],
+                        {
+                            **key,
+                            "next_seq": end,
+                            "last_timestamp": timestamp,
+                            "message_count": stats.message_count,
+                            "usage_total": encode_usage_total(stats.usage),
+                        },
+                    )
+                result = CommitResult(
+                    first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats
+                )
             stage[0] = "committing"
-        return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=stats)
+        if written is not None and not _wrote(written):  # the row was locked by this transaction
+            raise StorageValidationError(f"Session {key['sid']} changed under its row lock; nothing was written")
+        # Committed: what it read under the lock, then its writes, are the session as of its head.
+        locked_stats = SessionStats(message_count=message_count, usage=usage_total)
+        self._known.learn(Head(next_seq, last_timestamp, locked_stats), *reader.known())
+        if prepared.writes and not prepared.replayed:
+            rows = plan.value_rows if plan is not None else _value_rows(prepared.writes)
+            self._known.advance(Head(prepared.seqs[-1] + 1, timestamp, stats), prepared.writes, rows)
+        return result
 
     def _read_head(self) -> tuple[int, int, SessionStats]:
         rows = self.db.fetch("read_session", self.key)
@@ -397,78 +455,106 @@ def _hex_or_none(data: bytes | None) -> str | None:
     return None if data is None else data.hex()
 
 
-def _stats_after(writes: Sequence[Write], stats: SessionStats) -> SessionStats:
+@attrs.frozen
+class _Plan:
+    """A commit that one ``write_commit`` statement writes: its rows, the stats after it, its value rows."""
+
+    rows: dict[str, Any]
+    id_count: int
+    stats: SessionStats
+    usage_changed: bool
+    value_rows: dict[int, ValueRow]
+
+
+def _one_statement_plan(writes: Sequence[Write], stats: SessionStats) -> _Plan | None:
+    """The plan of a commit whose writes need no order among themselves (entries, usage rows, list
+    appends, value sets of distinct addresses); ``None`` for any other commit."""
+    entries: list[Any] = []
+    usage_rows: list[Any] = []
+    appends: list[Any] = []
+    sets: list[Any] = []
+    value_rows: dict[int, ValueRow] = {}
     messages, usage = stats.message_count, stats.usage
     for write in writes:
-        if type(write) is EntryWrite:
-            messages += write.entry.type == "message"
-        elif type(write) is UsageWrite:
-            usage = add_usage(usage, summable_usage(write.row.usage))
-    return SessionStats(message_count=messages, usage=usage)
+        kind = type(write)
+        if kind is EntryWrite:
+            e = write.entry  # type: ignore[attr-defined]
+            messages += e.type == "message"
+            entries.append(
+                [
+                    e.seq,
+                    b(e.id).hex(),
+                    None if e.parent_id is None else b(e.parent_id).hex(),
+                    _type_column(e.type).hex(),
+                    _hex_or_none(_optional_column(getattr(e, "custom_type", ABSENT))),
+                    e.timestamp,
+                    encode_entry(e),
+                ]
+            )
+        elif kind is ValueSet:
+            row = value_row(write)  # type: ignore[arg-type]
+            value_rows[row[3]] = row
+            sets.append([row[0].hex(), row[1].hex(), row[2], row[3], row[4]])
+        elif kind is UsageWrite:
+            r = write.row  # type: ignore[attr-defined]
+            usage = add_usage(usage, summable_usage(r.usage))
+            usage_rows.append([r.seq, b(r.id).hex(), dumps(usage_row_to_wire(r))])
+        elif kind is ListAppend:
+            a: Any = write
+            slot = b(slot_of(a.key)).hex()
+            appends.append([b(a.namespace).hex(), slot, a.key is ABSENT, a.seq, dumps(a.value)])
+        else:
+            return None
+    if len({(row[0], row[1]) for row in value_rows.values()}) != len(sets):
+        return None
+    return _Plan(
+        rows={"e": entries, "u": usage_rows, "l": appends, "v": sets},
+        id_count=len(entries) + len(usage_rows),
+        stats=SessionStats(message_count=messages, usage=usage),
+        usage_changed=bool(usage_rows),
+        value_rows=value_rows,
+    )
 
 
-def write_in_one_statement(
+def _write_planned(
     conn: psycopg.Connection,
     sql: Mapping[str, str],
     key: Mapping[str, Any],
     prepared: Any,
-    stats: SessionStats,
+    plan: _Plan,
+    expect_seq: int,
     timestamp: int,
-) -> bool:
-    """Write a commit whose writes need no order among themselves (entries, usage rows, list appends,
-    value sets of distinct addresses) as one statement with its commit record and head; False (nothing
-    sent) for any other commit."""
-    entries: list[Entry] = []
-    rows: list[UsageRow] = []
-    appends: list[ListAppend] = []
-    sets: list[ValueSet] = []
-    for write in prepared.writes:
-        kind = type(write)
-        if kind is EntryWrite:
-            entries.append(write.entry)
-        elif kind is ValueSet:
-            sets.append(write)
-        elif kind is UsageWrite:
-            rows.append(write.row)
-        elif kind is ListAppend:
-            appends.append(write)
-        else:
-            return False
-    slots = {(w.namespace, slot_of(w.key)) for w in sets}
-    if len(slots) != len(sets):
-        return False
-    after = _stats_after(prepared.writes, stats)
-    rows_json = {
-        "e": [
-            [
-                e.seq,
-                b(e.id).hex(),
-                None if e.parent_id is None else b(e.parent_id).hex(),
-                _type_column(e.type).hex(),
-                _hex_or_none(_optional_column(getattr(e, "custom_type", ABSENT))),
-                e.timestamp,
-                encode_entry(e),
-            ]
-            for e in entries
-        ],
-        "u": [[r.seq, b(r.id).hex(), dumps(usage_row_to_wire(r))] for r in rows],
-        "l": [[b(a.namespace).hex(), b(slot_of(a.key)).hex(), a.key is ABSENT, a.seq, dumps(a.value)] for a in appends],
-        "v": [[b(v.namespace).hex(), b(slot_of(v.key)).hex(), v.key is ABSENT, v.seq, dumps(v.value)] for v in sets],
-    }
-    conn.execute(
+    checks: dict[str, Any] | None,
+) -> psycopg.Cursor[Any]:
+    """Send ``write_commit``; its one row counts the heads it moved (1: it wrote; 0: the head was not
+    ``expect_seq`` or a check failed, nothing written)."""
+    rows = {**plan.rows, **(checks or _NO_CHECKS)}
+    return conn.execute(
         sql["write_commit"],
         {
             **key,
-            "rows": orjson.dumps(rows_json).decode(),
+            "rows": orjson.dumps(rows).decode(),
+            "expect_seq": expect_seq,
             "first_seq": prepared.first_seq,
             "next_seq": prepared.seqs[-1] + 1,
-            "id_count": len(entries) + len(rows),
+            "id_count": plan.id_count,
             "last_timestamp": timestamp,
-            "message_count": after.message_count,
-            "usage_total": encode_usage_total(after.usage),
+            "message_count": plan.stats.message_count,
+            "usage_total": encode_usage_total(plan.stats.usage) if plan.usage_changed else None,
         },
     )
-    return True
+
+
+def _wrote(cursor: psycopg.Cursor[Any]) -> bool:
+    row = cursor.fetchone()
+    return row is not None and row[0] == 1
+
+
+_NO_CHECKS: dict[str, list[Any]] = {"a": [], "p": [], "q": [], "w": []}
+
+
+def _value_rows(writes: Iterable[Write]) -> dict[int, ValueRow]:
+    return {w.seq: value_row(w) for w in writes if type(w) is ValueSet}  # type: ignore[attr-defined]
 
 
 def insert_writes(
