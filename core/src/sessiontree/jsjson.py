@@ -36,6 +36,7 @@ __all__ = [
     "dumps",
     "format_number",
     "is_array_index",
+    "is_stringify_output",
     "loads",
 ]
 
@@ -301,6 +302,23 @@ def dumpb_many(values: Sequence[JsonValue]) -> list[bytes]:
     if _orjson_is_exact(b",".join(parts)):
         return parts
     return [dumpb(value) for value in values]
+
+
+def is_stringify_output(data: bytes) -> bool:
+    """True when ``data`` is exactly ``dumpb(loads(data))``: JSON text as ``JSON.stringify`` writes it, so
+    a copy of its bytes is what re-serializing it would write. ``False`` means "not proven". One orjson
+    parse and one encode, both in C (a fork copies entry bytes after this check).
+    """
+    try:
+        value = orjson.loads(data)
+        encoded = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    return (
+        encoded == data
+        and _SIXTEEN_DIGITS not in data.translate(_DIGITS_AS_D)  # loads would turn such ints into doubles
+        and _orjson_is_exact(data)
+    )
 
 
 def dumps(value: JsonValue) -> str:
