@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import msgspec
 
 from sessiontree import jsjson
 from sessiontree.contracts import ForkOptions
@@ -38,11 +39,12 @@ from .fork import ForkResult, SourceIndex, _copied_lines, _exact_writes
 from .header import JsonlHeader
 from .io import Durability, publish_atomically
 from .loading import Generation
-from .replay import LazyEntryNode, element_spans
+from .replay import LazyEntryNode
 
 __all__ = ["OpenForkSelection", "fork_open_source", "select_open_fork"]
 
 _LINE_CHUNK = 1 << 16
+_decode_array_lines = msgspec.json.Decoder(list[list[msgspec.Raw]]).decode
 _get_seq = operator.attrgetter("seq")
 
 
@@ -159,19 +161,23 @@ def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tup
             if offset - start + length > len(data):
                 return None  # the file is shorter than the state says
             at[offset] = data[offset - start : offset - start + length]
-    lines: dict[int, list[tuple[int, int]]] = {}
-    for node in nodes:
-        raw = at[node.offset]
-        if node.element is None:
-            elements.append(raw)
-            continue
-        found = lines.get(node.offset)
-        if found is None:
-            found = lines[node.offset] = element_spans(raw)
-        if node.element >= len(found):
+    # The elements of array lines: one msgspec pass over those lines gives each element's exact text.
+    array_lines = list(dict.fromkeys(node.offset for node in nodes if node.element is not None))
+    parsed: dict[int, list[msgspec.Raw]] = {}
+    if array_lines:
+        try:
+            decoded = _decode_array_lines(b"[" + b",".join(at[offset] for offset in array_lines) + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
-        element_at, element_length = found[node.element]
-        elements.append(raw[element_at : element_at + element_length])
+        parsed = dict(zip(array_lines, decoded))
+    for node in nodes:
+        if node.element is None:
+            elements.append(at[node.offset])
+            continue
+        line = parsed[node.offset]
+        if node.element >= len(line):
+            return None
+        elements.append(bytes(line[node.element]))
     if not jsjson.is_stringify_output(b"[" + b",".join(elements) + b"]"):
         elements = [
             text if jsjson.is_stringify_output(text) else jsjson.dumpb(jsjson.loads(text)) for text in elements
