@@ -16,6 +16,7 @@ from sessiontree.model import Address
 from sessiontree.values import lane_config, lane_state
 from sessiontree_jsonl import repo as repo_module
 from sessiontree_jsonl.repo import JsonlSessionRepo
+from sessiontree_jsonl.storage import JsonlStorage
 
 from .test_fork import PI_FORKS, REPO, SOURCE, reformatted, source_at_fork_time
 
@@ -138,3 +139,42 @@ def test_lines_another_writer_appended_send_the_fork_to_the_streaming_path(tmp_p
         assert body(forked.metadata.path) == body(expected.metadata.path)
         for session in (expected, forked, source):
             session.close()
+
+
+def state_view(storage: JsonlStorage, *, spans: bool = True) -> dict[str, Any]:
+    """Everything a replay builds for a file, to compare a fork's adopted state with a replay of it
+    (``spans=False``: not where entries are, which an own append records inside its line)."""
+    generation = storage._generation
+    state = generation.state
+    nodes = list(state.iter_nodes())
+    return {
+        "file": (generation.header.encode(), generation.body_offset, generation.known_end, generation.line_count),
+        "next_seq": state.next_seq,
+        "nodes": [(n.seq, n.timestamp, n.id, n.parent_id, n.type, n.custom_type)
+                  + ((n.offset, n.length, n.element) if spans else ()) for n in nodes],
+        "entries": [node.entry for node in nodes],
+        "values": sorted((v.address.namespace, v.address.key, v.seq, jsjson.dumps(v.value)) for v in state.iter_values()),
+        "lists": sorted((address, [(e.seq, jsjson.dumps(e.value)) for e in elements])
+                        for address, elements in state.iter_lists()),
+        "commits": [state.commits.commit_of(seq) for seq in range(1, state.next_seq + 1)],
+        "stats": state.get_stats(),
+    }
+
+
+@pytest.mark.parametrize("options", [BranchFork(branch="main"), BranchFork(branch="side"), TreeFork()],
+                         ids=["main", "side", "tree"])
+def test_the_fork_is_opened_with_the_state_a_replay_of_it_builds(tmp_path: Path, options: ForkOptions) -> None:
+    with JsonlSessionRepo(tmp_path / "sessions") as repo:
+        source, _ids = build(repo)
+        source.branch("main").find_entries()  # the copies share the source's held entries
+        forked = repo.fork(source.metadata, options)
+        storage = forked.storage
+        assert isinstance(storage, JsonlStorage)
+        replayed = JsonlStorage.open(str(forked.metadata.path))
+        assert state_view(storage) == state_view(replayed)
+        forked.branch(options.branch if isinstance(options, BranchFork) else "main").append_message(
+            {"role": "user", "content": "after the fork", "timestamp": 99})
+        reopened = JsonlStorage.open(str(forked.metadata.path))
+        assert state_view(storage, spans=False) == state_view(reopened, spans=False)
+        for closing in (replayed, reopened, forked, source):
+            closing.close()

@@ -33,15 +33,24 @@ from sessiontree.fork import ForkPlan
 from sessiontree.fs import FileHandle, FileSystem
 from sessiontree.model import JsonValue
 from sessiontree.owners import owner_extra
+from sessiontree.writes import Write
 
 from .bulk_read import _read_groups
 from .fork import ForkResult, SourceIndex, _copied_lines, _exact_writes
 from .header import JsonlHeader
 from .io import Durability, publish_atomically
 from .loading import Generation
-from .replay import LazyEntryNode
+from .replay import (
+    EntrySource,
+    LazyEntryNode,
+    _as_list_append,
+    _as_value_write,
+    _decode_record,
+    _ListRecord,
+    _ValueRecord,
+)
 
-__all__ = ["OpenForkSelection", "fork_open_source", "select_open_fork"]
+__all__ = ["OpenFork", "OpenForkSelection", "fork_open_source", "select_open_fork"]
 
 _LINE_CHUNK = 1 << 16
 _decode_array_lines = msgspec.json.Decoder(list[list[msgspec.Raw]]).decode
@@ -122,7 +131,7 @@ def fork_open_source(
     destination_id: str,
     created_at: int,
     durability: Durability,
-) -> ForkResult | None:
+) -> OpenFork | None:
     """Write the fork ``selection`` describes (create-only); ``None`` (nothing written) when the bytes
     are not what the selection expects, so the streaming fork decides and names any error."""
     try:
@@ -140,10 +149,101 @@ def fork_open_source(
         next_seq=selection.next_seq,
         extra={**owner_extra(selection.header.extra)},  # a fork keeps the owner
     )
-    lines = [line for _seq, line in heapq.merge(entries, values, key=operator.itemgetter(0))]
-    body = b"\n".join(lines) + b"\n" if lines else b""
-    publish_atomically(fs, destination_path, (header.encode(), body), durability=durability, replace=False)
-    return ForkResult(header=header, entry_count=len(selection.nodes))
+    lines = list(heapq.merge(entries, values, key=operator.itemgetter(0)))
+    encoded = header.encode()
+    body = b"\n".join(line for _seq, line in lines) + b"\n" if lines else b""
+    publish_atomically(fs, destination_path, (encoded, body), durability=durability, replace=False)
+    return OpenFork(
+        result=ForkResult(header=header, entry_count=len(selection.nodes)),
+        nodes=selection.nodes,
+        lines=lines,
+        body_offset=len(encoded),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OpenFork:
+    """A fork :func:`fork_open_source` wrote, with what it knows of the new file's lines."""
+
+    result: ForkResult
+    nodes: Sequence[LazyEntryNode]
+    """The source's nodes of the copied entries, in seq order."""
+    lines: list[tuple[int, bytes]]
+    """``(seq, text)`` of every line after the header, in file order."""
+    body_offset: int
+
+    def generation(self, handle: FileHandle, display_path: str) -> Generation | None:
+        """The new file opened (``handle``) without replaying it: the state a replay would build from
+        the lines just written, its entries held where the source held them; ``None`` when the file
+        is not what was written (the caller replays it)."""
+        end = self.body_offset + sum(len(line) + 1 for _seq, line in self.lines)
+        if handle.size() != end:
+            return None
+        state = SessionState()
+        source = EntrySource(handle, display_path)
+        entry_seqs = {node.seq for node in self.nodes}
+        nodes: list[LazyEntryNode] = []
+        writes: list[Write] = []
+        offset = self.body_offset
+        sources = iter(self.nodes)
+        for seq, line in self.lines:
+            if seq in entry_seqs:
+                copied = next(sources)
+                nodes.append(
+                    LazyEntryNode(
+                        seq=copied.seq,
+                        timestamp=copied.timestamp,
+                        id=copied.id,
+                        parent_id=copied.parent_id,
+                        type=copied.type,
+                        custom_type=copied.custom_type,
+                        offset=offset,
+                        length=len(line),
+                        loader=source.loader,
+                    )
+                )
+            else:
+                write = _row_write(line)
+                if write is None:
+                    return None
+                writes.append(write)
+            offset += len(line) + 1
+        state.add_entry_nodes(nodes)  # type: ignore[arg-type]
+        if writes:
+            state.apply_committed(writes)
+        mark = state.commits.mark
+        for seq, _line in self.lines:  # a line is one commit, as a replay records it
+            mark(seq, seq + 1, 1 if seq in entry_seqs else 0)
+        if self.lines:
+            state.set_replayed_next_seq(self.lines[-1][0] + 1)
+        next_seq = self.result.header.next_seq
+        if next_seq is not None:
+            state.advance_next_seq(next_seq)
+        source.remember_sized(
+            [(node, copied.held, node.length) for node, copied in zip(nodes, self.nodes) if copied.held is not None]
+        )
+        return Generation(
+            header=self.result.header,
+            state=state,
+            source=source,
+            identity=handle.identity(),
+            body_offset=self.body_offset,
+            known_end=end,
+            line_count=1 + len(self.lines),
+        )
+
+
+def _row_write(line: bytes) -> Write | None:
+    """The value or list write of a row line, as a replay's fast path reads it."""
+    try:
+        record = _decode_record(line)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if type(record) is _ValueRecord and record.op == "set":
+        return _as_value_write(record.namespace, record.key, record)
+    if type(record) is _ListRecord and record.op == "append":
+        return _as_list_append(record.namespace, record.key, record)
+    return None
 
 
 def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tuple[int, bytes]] | None:

@@ -51,7 +51,7 @@ from sessiontree.writes import Write
 
 from .confinement import confined_session_path, link_out_of_root
 from .fork import fork_session_file
-from .fork_open import OpenForkSelection, fork_open_source
+from .fork_open import OpenFork, OpenForkSelection, fork_open_source
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
 from .legacy_v3 import LegacyV3Options, read_lenient_header, resolve_legacy_parent
@@ -428,8 +428,10 @@ class JsonlSessionRepo:
             path, fs=self.fs, now=self._now, durability=self.durability, legacy_options=self.legacy_options
         )
 
-    def _open_published(self, key: str, metadata: SessionMetadata, path: str) -> StorageBackedSession:
-        storage = self._open_storage(path)
+    def _open_published(
+        self, key: str, metadata: SessionMetadata, path: str, opened: OpenFork | None = None
+    ) -> StorageBackedSession:
+        storage = self._open_storage(path) if opened is None else self._open_fork(path, opened)
         try:
             header = storage.header
             if header.id != metadata.id or header.cwd != metadata.cwd:
@@ -445,6 +447,23 @@ class JsonlSessionRepo:
         with self._lock:
             self._open[key] = session
         return session
+
+    def _open_fork(self, path: str, opened: OpenFork) -> JsonlStorage:
+        """The file a fast fork just wrote, opened from what it wrote (replayed if it is not that)."""
+        with _io("Failed to read JSONL storage", path):
+            handle = self.fs.open_file(self.fs.absolute(path))
+        try:
+            with _io("Failed to read JSONL storage", path):
+                generation = opened.generation(handle, path)
+        except BaseException:
+            handle.close()
+            raise
+        if generation is None:
+            handle.close()
+            return self._open_storage(path)
+        return JsonlStorage.from_generation(
+            path, generation, fs=self.fs, now=self._now, durability=self.durability
+        )
 
     def _forget(self, key: str) -> None:
         with self._lock:
@@ -648,10 +667,10 @@ class JsonlSessionRepo:
                 (None, None, None) if open_source is None else self._fork_boundary(open_source, options)
             )
             try:
-                result = None
+                opened = None
                 if selection is not None:
                     assert handle is not None
-                    result = fork_open_source(
+                    opened = fork_open_source(
                         self.fs,
                         handle,
                         selection,
@@ -662,7 +681,7 @@ class JsonlSessionRepo:
                         created_at=created_at,
                         durability=self.durability,
                     )
-                result = result or fork_session_file(
+                result = opened.result if opened is not None else fork_session_file(
                     self.fs,
                     source_path,
                     destination,
@@ -682,7 +701,7 @@ class JsonlSessionRepo:
             published = True
             self._remember(destination, session_id)
             metadata = result.header.metadata(path=destination, modified_at=self._modified_at(destination))
-            return self._open_published(key, metadata, destination)
+            return self._open_published(key, metadata, destination, opened)
         except BaseException:
             if published and destination is not None:
                 _remove_quietly(self.fs, destination)

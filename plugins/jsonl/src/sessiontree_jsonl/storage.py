@@ -167,6 +167,27 @@ class JsonlStorage(StateStorage):
         )
 
     @classmethod
+    def from_generation(
+        cls,
+        path: str,
+        generation: Generation,
+        *,
+        fs: FileSystem,
+        now: Callable[[], int] | None = None,
+        durability: Durability = "process",
+    ) -> JsonlStorage:
+        """A storage over a file whose state is already built (``generation``, whose handle it takes
+        over): a file this process just wrote, such as a fork's."""
+        return cls(
+            fs=fs,
+            path=fs.absolute(path),
+            display_path=path,
+            generation=generation,
+            now=now or wall_clock_ms,
+            durability=check_durability(durability),
+        )
+
+    @classmethod
     def _open_legacy(
         cls,
         fs: FileSystem,
