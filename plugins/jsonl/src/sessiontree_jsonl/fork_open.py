@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import operator
+from itertools import islice
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,9 @@ __all__ = ["OpenFork", "OpenForkSelection", "fork_open_source", "select_open_for
 _LINE_CHUNK = 1 << 16
 _decode_array_lines = msgspec.json.Decoder(list[list[msgspec.Raw]]).decode
 _get_seq = operator.attrgetter("seq")
+_get_offset = operator.attrgetter("offset")
+_get_length = operator.attrgetter("length")
+_get_element = operator.attrgetter("element")
 
 
 @attrs.frozen(kw_only=True)
@@ -251,33 +255,35 @@ def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tup
     reads, re-serialized only if they are not already that text."""
     if not nodes:
         return []
-    elements: list[bytes] = []
-    spans = sorted({(node.offset, node.length) for node in nodes})
-    at: dict[int, bytes] = {}
+    offsets = list(map(_get_offset, nodes))
+    positions = list(map(_get_element, nodes))
+    spans = list(dict.fromkeys(zip(offsets, map(_get_length, nodes))))
+    if any(map(operator.gt, spans, islice(spans, 1, None))):
+        spans.sort()
+    texts: dict[int, memoryview] = {}
     for group in _read_groups(spans):
         start = group[0][0]
-        data = handle.read_at(start, group[-1][0] + group[-1][1] - start)
-        for offset, length in group:
-            if offset - start + length > len(data):
-                return None  # the file is shorter than the state says
-            at[offset] = data[offset - start : offset - start + length]
+        size = group[-1][0] + group[-1][1] - start
+        view = memoryview(handle.read_at(start, size))
+        if len(view) != size:
+            return None  # the file is shorter than the state says
+        texts.update((offset, view[offset - start : offset - start + length]) for offset, length in group)
     # The elements of array lines: one msgspec pass over those lines gives each element's exact text.
-    array_lines = list(dict.fromkeys(node.offset for node in nodes if node.element is not None))
+    array_lines = list(dict.fromkeys(offset for offset, position in zip(offsets, positions) if position is not None))
     parsed: dict[int, list[msgspec.Raw]] = {}
     if array_lines:
         try:
-            decoded = _decode_array_lines(b"[" + b",".join(at[offset] for offset in array_lines) + b"]")
+            decoded = _decode_array_lines(b"[" + b",".join(map(texts.__getitem__, array_lines)) + b"]")
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
         parsed = dict(zip(array_lines, decoded))
-    for node in nodes:
-        if node.element is None:
-            elements.append(at[node.offset])
-            continue
-        line = parsed[node.offset]
-        if node.element >= len(line):
-            return None
-        elements.append(bytes(line[node.element]))
+    try:
+        elements = [
+            bytes(texts[offset] if position is None else parsed[offset][position])
+            for offset, position in zip(offsets, positions)
+        ]
+    except IndexError:
+        return None  # a line holds fewer writes than the state says
     if not jsjson.is_stringify_output(b"[" + b",".join(elements) + b"]"):
         elements = [
             text if jsjson.is_stringify_output(text) else jsjson.dumpb(jsjson.loads(text)) for text in elements
