@@ -37,6 +37,7 @@ __all__ = [
     "format_number",
     "is_array_index",
     "is_stringify_output",
+    "may_hold_unsafe_integers",
     "loads",
 ]
 
@@ -387,6 +388,12 @@ def _js_ints(value: Any) -> Any:
 
 MAX_TEXT_DEPTH = deepjson.MAX_DEPTH + 2
 """The nesting :func:`loads` reads by default: a stored value plus the two wrappers of a JSONL line."""
+
+
+def may_hold_unsafe_integers(data: bytes) -> bool:
+    """Whether JSON ``data`` may hold an integer beyond 2**53 (16 digits in a row somewhere): only then
+    does :func:`loads` read it other than ``orjson.loads`` does."""
+    return _SIXTEEN_DIGITS in data.translate(_DIGITS_AS_D)
 
 
 def loads(
