@@ -57,10 +57,12 @@ def replay_whole(state: SessionState, source: EntrySource, data: bytes, body_off
     if cut < 0:
         return None
     body = data[:cut]
-    if jsjson.may_hold_unsafe_integers(body):
-        return None
-    lines = body.split(b"\n")
     try:
+        if not _opens_with_an_append(body):
+            return None  # e.g. pi's own files (many entries a line): the lazy replay's chained lines
+        if jsjson.may_hold_unsafe_integers(body):
+            return None
+        lines = body.split(b"\n")
         parsed = list(map(orjson.loads, lines))
     except orjson.JSONDecodeError:
         return None
@@ -85,6 +87,19 @@ def replay_whole(state: SessionState, source: EntrySource, data: bytes, body_off
     except (StorageError, ValueError, TypeError):
         return None
     return cut + 1, count
+
+
+def _opens_with_an_append(body: bytes) -> bool:
+    """Whether the first line holding an entry is a branch append (checked before parsing the rest)."""
+    start = 0
+    while start <= len(body):
+        end = body.find(b"\n", start)
+        end = len(body) if end < 0 else end
+        line = orjson.loads(body[start:end])
+        if _has_entry(line):
+            return _is_append(line)
+        start = end + 1
+    return False
 
 
 def _is_append(line: object) -> bool:
