@@ -201,9 +201,7 @@ def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: lis
     types = list(map(operator.attrgetter("type"), nodes))
     state.add_entry_chain(cast("list[OnDemandEntry]", nodes), ids, seqs, types)
     # Each line is one commit; only the last write of each address can matter.
-    mark = state.commits.mark
-    for entry_seq, write_seq in zip(seqs, write_seqs):
-        mark(entry_seq, write_seq + 1, 1)
+    state.commits.mark_many(seqs, [seq + 1 for seq in write_seqs], [1] * count)
     last = dict(zip(addresses, range(count)))
     for (namespace, key), position in last.items():
         write = writes[position]
