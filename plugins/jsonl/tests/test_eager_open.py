@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from sessiontree_jsonl import JsonlStorage
 from sessiontree_jsonl import eager as eager_module
+from sessiontree_jsonl.replay import EntrySource
 
 HEADER = {"v": 4, "kind": "header", "id": "s", "storageVersion": 1, "createdAt": 1, "cwd": "/w"}
 
@@ -127,3 +129,16 @@ def test_what_one_pass_cannot_prove_opens_as_the_lazy_replay_does(
     one_pass = outcome()
     monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)
     assert outcome() == one_pass
+
+
+def test_entries_remembered_at_once_keep_the_cache_budget(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.jsonl", appends(5))
+    with JsonlStorage.open(path) as storage:
+        nodes = list(storage._generation.state.iter_nodes())
+        entries = [node.entry for node in nodes]
+        source = EntrySource(storage._generation.source.handle, str(path), cache_bytes=100)
+        fresh = [msgspec.structs.replace(node, held=None) for node in nodes]
+        source.remember_new(fresh, entries, [40] * 5)
+        assert [node.held is not None for node in fresh] == [False, False, False, True, True]
+        source.remember_new(fresh[:1], entries[:1], [101])  # larger than the budget: not kept
+        assert fresh[0].held is None

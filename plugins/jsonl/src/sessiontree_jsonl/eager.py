@@ -213,7 +213,7 @@ def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: lis
     replayer.line = first + count
     state.set_replayed_next_seq(replayer.last_seq + 1)
     # What a bulk read of these lines keeps: each entry, at half its line's bytes.
-    source.remember_sized(list(zip(nodes, entries, (length // 2 for length in lengths))))
+    source.remember_new(nodes, entries, [length // 2 for length in lengths])
     return True
 
 
