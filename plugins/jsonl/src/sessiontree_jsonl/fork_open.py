@@ -192,18 +192,10 @@ class OpenFork:
         sources = iter(self.nodes)
         for seq, line in self.lines:
             if seq in entry_seqs:
-                copied = next(sources)
+                # The source's node with the new file's span (its structural fields are the entry's).
                 nodes.append(
-                    LazyEntryNode(
-                        seq=copied.seq,
-                        timestamp=copied.timestamp,
-                        id=copied.id,
-                        parent_id=copied.parent_id,
-                        type=copied.type,
-                        custom_type=copied.custom_type,
-                        offset=offset,
-                        length=len(line),
-                        loader=source.loader,
+                    msgspec.structs.replace(
+                        next(sources), offset=offset, length=len(line), element=None, loader=source.loader, held=None
                     )
                 )
             else:
