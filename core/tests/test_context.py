@@ -447,7 +447,9 @@ _messages = st.one_of(_plain, st.builds(lambda r: {"role": r}, _roles), st.just(
 def test_message_only_paths_give_what_each_entry_projects(messages: list[JsonValue], keep: bool) -> None:
     path = [message_entry(message) for message in messages]
     try:
-        expected: Any = [m for e in path for m in session_entry_to_context_messages(e, keep_failed_turns=keep)]
+        expected: Any = [
+            m for e in path for m in session_entry_to_context_messages(e, keep_failed_turns=keep)
+        ]
     except TypeError as error:  # an unhashable stop reason of an assistant message
         expected = type(error)
     try:

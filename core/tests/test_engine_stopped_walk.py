@@ -35,7 +35,9 @@ def tree(parents: list[int], kinds: list[bool]) -> SessionState:
 
 @given(
     st.lists(st.integers(0, 1000), min_size=1, max_size=15).flatmap(
-        lambda parents: st.tuples(st.just(parents), st.lists(st.booleans(), min_size=len(parents), max_size=len(parents)))
+        lambda parents: st.tuples(
+            st.just(parents), st.lists(st.booleans(), min_size=len(parents), max_size=len(parents))
+        )
     ),
     st.integers(0, 14),
     st.sampled_from(["newest_first", "oldest_first"]),
@@ -49,8 +51,9 @@ def test_stopped_walks_match_the_step_by_step_walk(
 ) -> None:
     parents, kinds = shape
     state = tree(parents, kinds)
-    query = BranchScan(start=f"e{start % len(parents)}", order=order, stop_at_type=stop_type, stop_at_id=stop_id,
-                       limit=limit)  # type: ignore[arg-type]
+    query = BranchScan(
+        start=f"e{start % len(parents)}", order=order, stop_at_type=stop_type, stop_at_id=stop_id, limit=limit
+    )  # type: ignore[arg-type]
     fast = state.scan_branch(query)
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(Reads, "_stopped_walk", lambda *args: None)

@@ -88,7 +88,9 @@ def test_a_state_that_does_not_know_the_commit_refuses_the_retry() -> None:
         state.prepare_commit([entry("a", None)], 2, RETRY)
 
 
-@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 3), st.integers(0, 2)), max_size=12), st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(1, 60), st.integers(0, 3), st.integers(0, 2)), max_size=12), st.booleans()
+)
 def test_marking_many_commits_at_once_records_what_marking_each_does(
     commits: list[tuple[int, int, int]], premark: bool
 ) -> None:

@@ -19,7 +19,8 @@ HEADER = {"v": 4, "kind": "header", "id": "s", "storageVersion": 1, "createdAt":
 
 def appends(count: int, text: str = "m{index}") -> list[Any]:
     lines: list[Any] = [[
-        {"kind": "value", "op": "set", "seq": 1, "namespace": "pi.lane.config", "key": "main", "value": {"a": 1}},
+        {"kind": "value", "op": "set", "seq": 1, "namespace": "pi.lane.config", "key": "main",
+         "value": {"a": 1}},
     ]]
     seq = 2
     for index in range(count):
@@ -47,10 +48,15 @@ def view(storage: JsonlStorage, *, read: bool) -> dict[str, Any]:
     entries = storage.scan_entries() if read else None
     return {
         "file": (generation.body_offset, generation.known_end, generation.line_count),
-        "nodes": [(type(n).__name__, n.seq, n.timestamp, n.id, n.parent_id, n.type, n.custom_type,
-                   getattr(n, "offset", None), getattr(n, "length", None), getattr(n, "element", None)) for n in nodes],
+        "nodes": [
+            (type(n).__name__, n.seq, n.timestamp, n.id, n.parent_id, n.type, n.custom_type,
+             getattr(n, "offset", None), getattr(n, "length", None), getattr(n, "element", None))
+            for n in nodes
+        ],
         "entries": entries,
-        "values": sorted((v.address.namespace, v.address.key, v.seq, json.dumps(v.value)) for v in state.iter_values()),
+        "values": sorted(
+            (v.address.namespace, v.address.key, v.seq, json.dumps(v.value)) for v in state.iter_values()
+        ),
         "commits": [state.commits.commit_of(seq) for seq in range(1, state.next_seq + 1)],
         "next_seq": state.next_seq,
         "stats": state.get_stats(),

@@ -148,12 +148,16 @@ def state_view(storage: JsonlStorage, *, spans: bool = True) -> dict[str, Any]:
     state = generation.state
     nodes = list(state.iter_nodes())
     return {
-        "file": (generation.header.encode(), generation.body_offset, generation.known_end, generation.line_count),
+        "file": (
+            generation.header.encode(), generation.body_offset, generation.known_end, generation.line_count
+        ),
         "next_seq": state.next_seq,
         "nodes": [(n.seq, n.timestamp, n.id, n.parent_id, n.type, n.custom_type)
                   + ((n.offset, n.length, n.element) if spans else ()) for n in nodes],
         "entries": [node.entry for node in nodes],
-        "values": sorted((v.address.namespace, v.address.key, v.seq, jsjson.dumps(v.value)) for v in state.iter_values()),
+        "values": sorted(
+            (v.address.namespace, v.address.key, v.seq, jsjson.dumps(v.value)) for v in state.iter_values()
+        ),
         "lists": sorted((address, [(e.seq, jsjson.dumps(e.value)) for e in elements])
                         for address, elements in state.iter_lists()),
         "commits": [state.commits.commit_of(seq) for seq in range(1, state.next_seq + 1)],

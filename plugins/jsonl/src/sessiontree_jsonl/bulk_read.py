@@ -195,7 +195,9 @@ def entries_of_layout(layout: _Layout, records: list[dict[str, Any]]) -> list[En
 _PARENT_TYPES = {str, type(None)}
 
 
-def _construct(cls: type, columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int) -> list[Entry]:
+def _construct(
+    cls: type, columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int
+) -> list[Entry]:
     slots = slot_layout(cls)
     assert slots is not None  # record_layout only takes clonable classes
     entries = list(map(_new, repeat(cls, count)))

@@ -49,7 +49,9 @@ _first = operator.itemgetter(0)
 _second = operator.itemgetter(1)
 
 
-def replay_whole(state: SessionState, source: EntrySource, data: bytes, body_offset: int) -> tuple[int, int] | None:
+def replay_whole(
+    state: SessionState, source: EntrySource, data: bytes, body_offset: int
+) -> tuple[int, int] | None:
     """Replay the complete lines of ``data`` (the body, read from ``body_offset``) into the empty
     ``state``; returns ``(bytes replayed, lines replayed)``, or ``None`` when the lazy replay must
     decide (``state`` is then unusable: start again with a fresh one)."""
@@ -248,6 +250,10 @@ def _entries(records: list[dict[str, Any]]) -> list[Entry] | None:
 def _is_address(address: tuple[object, object]) -> bool:
     namespace, key = address
     return (
-        type(namespace) is str and type(key) is str and namespace != "" and "\x00" not in namespace and "\x00" not in key
+        type(namespace) is str
+        and type(key) is str
+        and namespace != ""
+        and "\x00" not in namespace
+        and "\x00" not in key
     )
 

@@ -195,7 +195,12 @@ class OpenFork:
                 # The source's node with the new file's span (its structural fields are the entry's).
                 nodes.append(
                     msgspec.structs.replace(
-                        next(sources), offset=offset, length=len(line), element=None, loader=source.loader, held=None
+                        next(sources),
+                        offset=offset,
+                        length=len(line),
+                        element=None,
+                        loader=source.loader,
+                        held=None,
                     )
                 )
             else:
@@ -216,7 +221,11 @@ class OpenFork:
         if next_seq is not None:
             state.advance_next_seq(next_seq)
         source.remember_sized(
-            [(node, copied.held, node.length) for node, copied in zip(nodes, self.nodes) if copied.held is not None]
+            [
+                (node, copied.held, node.length)
+                for node, copied in zip(nodes, self.nodes)
+                if copied.held is not None
+            ]
         )
         return Generation(
             header=self.result.header,
@@ -261,7 +270,9 @@ def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tup
             return None  # the file is shorter than the state says
         texts.update((offset, view[offset - start : offset - start + length]) for offset, length in group)
     # The elements of array lines: one msgspec pass over those lines gives each element's exact text.
-    array_lines = list(dict.fromkeys(offset for offset, position in zip(offsets, positions) if position is not None))
+    array_lines = list(
+        dict.fromkeys(offset for offset, position in zip(offsets, positions) if position is not None)
+    )
     parsed: dict[int, list[msgspec.Raw]] = {}
     if array_lines:
         try:
@@ -278,7 +289,8 @@ def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tup
         return None  # a line holds fewer writes than the state says
     if not jsjson.is_stringify_output(b"[" + b",".join(elements) + b"]"):
         elements = [
-            text if jsjson.is_stringify_output(text) else jsjson.dumpb(jsjson.loads(text)) for text in elements
+            text if jsjson.is_stringify_output(text) else jsjson.dumpb(jsjson.loads(text))
+            for text in elements
         ]
     return list(zip(map(_get_seq, nodes), elements))
 
@@ -304,7 +316,9 @@ def _value_lines(handle: FileHandle, selection: OpenForkSelection) -> list[tuple
             return None  # e.g. a row without a key: the streaming fork names the error
         records.append(record)
     index = SourceIndex(scalar_seq=selection.scalar_seq, first_list_seq=selection.first_list_seq)
-    kept: list[dict[str, JsonValue]] = list(_copied_lines(records, index, selection.plan))  # type: ignore[arg-type]
+    kept: list[dict[str, JsonValue]] = list(
+        _copied_lines(records, index, selection.plan)  # type: ignore[arg-type]
+    )
     return list(zip((record["seq"] for record in kept), jsjson.dumpb_many(kept)))  # type: ignore[arg-type]
 
 

@@ -540,7 +540,9 @@ class JsonlStorage(StateStorage):
         admitted before it (pi's ``captureForkNextSeq``; :meth:`next_seq`)."""
         return self.next_seq()
 
-    def select_fork(self, state: SessionState, handle: FileHandle, options: ForkOptions) -> OpenForkSelection | None:
+    def select_fork(
+        self, state: SessionState, handle: FileHandle, options: ForkOptions
+    ) -> OpenForkSelection | None:
         """On the commit queue (``state`` is this storage's): what a fork copies, for the fast fork of an
         open session (:mod:`.fork_open`); ``None`` when the streaming fork must read the file."""
         if self._legacy is not None:
