@@ -167,7 +167,9 @@ def state_view(storage: JsonlStorage, *, spans: bool = True) -> dict[str, Any]:
 
 @pytest.mark.parametrize("options", [BranchFork(branch="main"), BranchFork(branch="side"), TreeFork()],
                          ids=["main", "side", "tree"])
-def test_the_fork_is_opened_with_the_state_a_replay_of_it_builds(tmp_path: Path, options: ForkOptions) -> None:
+def test_the_fork_is_opened_with_the_state_a_replay_of_it_builds(
+    tmp_path: Path, options: ForkOptions
+) -> None:
     with JsonlSessionRepo(tmp_path / "sessions") as repo:
         source, _ids = build(repo)
         source.branch("main").find_entries()  # the copies share the source's held entries
