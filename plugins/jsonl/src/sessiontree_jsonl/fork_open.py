@@ -59,6 +59,7 @@ _get_seq = operator.attrgetter("seq")
 _get_offset = operator.attrgetter("offset")
 _get_length = operator.attrgetter("length")
 _get_element = operator.attrgetter("element")
+_get_held = operator.attrgetter("held")
 
 
 @attrs.frozen(kw_only=True)
@@ -221,10 +222,10 @@ class OpenFork:
         if next_seq is not None:
             state.advance_next_seq(next_seq)
         source.remember_sized(
-            [
-                (node, copied.held, node.length)
-                for node, copied in zip(nodes, self.nodes)
-                if copied.held is not None
+            [  # each source node's held entry read once: the source's cache may drop it meanwhile
+                (node, held, node.length)
+                for node, held in zip(nodes, map(_get_held, self.nodes))
+                if held is not None
             ]
         )
         return Generation(
