@@ -148,3 +148,20 @@ def test_entries_remembered_at_once_keep_the_cache_budget(tmp_path: Path) -> Non
         assert [node.held is not None for node in fresh] == [False, False, False, True, True]
         source.remember_new(fresh[:1], entries[:1], [101])  # larger than the budget: not kept
         assert fresh[0].held is None
+
+
+@pytest.mark.parametrize("entries_per_line", [2, 250])
+def test_files_of_many_entries_a_line_are_decided_from_their_first_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entries_per_line: int
+) -> None:
+    # pi's own files (250-entry commits) never reach the one-pass parse: their body is read once, lazily.
+    chain = [entry for line in appends(entries_per_line * 3)[1:] for entry in line[:1]]
+    lines = [chain[i : i + entries_per_line] for i in range(0, len(chain), entries_per_line)]
+    path = write(tmp_path / "s.jsonl", lines)
+
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError("the one-pass parse ran")
+
+    monkeypatch.setattr(eager_module, "replay_whole", refuse)
+    with JsonlStorage.open(path) as storage:
+        assert held(storage) == 0 and len(storage.scan_entries()) == entries_per_line * 3

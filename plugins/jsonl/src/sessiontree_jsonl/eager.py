@@ -34,7 +34,7 @@ from sessiontree.writes import ValueSet
 from .bulk_read import entries_of_layout, record_layout
 from .replay import EntrySource, LazyEntryNode, Replayer
 
-__all__ = ["EAGER_MAX_BYTES", "replay_whole"]
+__all__ = ["EAGER_MAX_BYTES", "may_replay_whole", "replay_whole"]
 
 EAGER_MAX_BYTES = 4 << 20
 """Bodies up to this size are opened in one pass (larger ones lazily: their payloads stay in the file)."""
@@ -91,12 +91,38 @@ def replay_whole(
     return cut + 1, count
 
 
+def may_replay_whole(head: bytes) -> bool:
+    """Whether a body starting with ``head`` may open in one pass: ``False`` when its first line
+    holding an entry is not a branch append (or, cut by the end of ``head``, names several entries), so
+    such a body (pi's own files) is read once, by the lazy replay."""
+    start = 0
+    while start < len(head):
+        end = head.find(b"\n", start)
+        if end < 0:
+            return head.count(_ENTRY_KIND, start) <= 1
+        if head.count(_ENTRY_KIND, start, end) > 1:
+            return False
+        try:
+            line = orjson.loads(head[start:end])
+        except orjson.JSONDecodeError:
+            return False
+        if _has_entry(line):
+            return _is_append(line)
+        start = end + 1
+    return True
+
+
+_ENTRY_KIND = b'"kind":"entry"'
+
+
 def _opens_with_an_append(body: bytes) -> bool:
     """Whether the first line holding an entry is a branch append (checked before parsing the rest)."""
     start = 0
     while start <= len(body):
         end = body.find(b"\n", start)
         end = len(body) if end < 0 else end
+        if body.count(_ENTRY_KIND, start, end) > 1:
+            return False  # most likely many entries a line (pi's own files): not worth parsing to be sure
         line = orjson.loads(body[start:end])
         if _has_entry(line):
             return _is_append(line)

@@ -133,8 +133,13 @@ def _load_at_once(
     handle: FileHandle, header: JsonlHeader, body_offset: int, end: int, display_path: str
 ) -> Generation | None:
     """A small body replayed in one pass with its entries built (:mod:`.eager`), or ``None``."""
-    data = handle.read_at(body_offset, end - body_offset)
-    if len(data) != end - body_offset:
+    size = end - body_offset
+    data = handle.read_at(body_offset, min(size, _HEADER_CHUNK))
+    if not eager.may_replay_whole(data):
+        return None  # decided from the first lines (pi's own files): the body is read once, lazily
+    if len(data) < size:
+        data = handle.read_at(body_offset, size)
+    if len(data) != size:
         return None
     state = SessionState()
     source = EntrySource(handle, display_path)
