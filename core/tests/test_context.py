@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sessiontree.context import (
     ContextEdit,
     ContextRules,
@@ -431,3 +433,29 @@ def test_rules_keep_failed_turns() -> None:
     assert build_session_context([tail_failed], rules=ContextRules(keep_failed_turns=True))[1:] == [
         assistant("aborted")
     ]
+
+
+# --- the message-only path (a runtime's conversation) ----------------------------------------------
+
+_roles = st.sampled_from(["user", "assistant", "toolResult", "system", ["odd"], None])
+_stops = st.sampled_from(["stop", "toolUse", "error", "aborted", "deferred", {"odd": 1}, None])
+_plain = st.builds(lambda role, stop: {"role": role, "content": "x", "stopReason": stop}, _roles, _stops)
+_messages = st.one_of(_plain, st.builds(lambda r: {"role": r}, _roles), st.just("text"), st.just(["a"]))
+
+
+@given(st.lists(_messages, max_size=12), st.booleans())
+def test_message_only_paths_give_what_each_entry_projects(messages: list[JsonValue], keep: bool) -> None:
+    path = [message_entry(message) for message in messages]
+    try:
+        expected: Any = [
+            m for e in path for m in session_entry_to_context_messages(e, keep_failed_turns=keep)
+        ]
+    except TypeError as error:  # an unhashable stop reason of an assistant message
+        expected = type(error)
+    try:
+        got: Any = build_session_context(path, rules=ContextRules(keep_failed_turns=keep))
+    except TypeError as error:
+        got = type(error)
+    assert got == expected
+    if isinstance(got, list):
+        assert all(any(g is m for m in messages) for g in got)  # by reference

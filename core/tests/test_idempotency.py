@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessiontree.engine import SessionState
 from sessiontree.errors import EntryIdConflictError, StorageValidationError
@@ -84,3 +86,22 @@ def test_a_state_that_does_not_know_the_commit_refuses_the_retry() -> None:
     state.apply_committed([insert_entry(stored)])  # applied without a commit record (e.g. a fork's copy)
     with pytest.raises(EntryIdConflictError):
         state.prepare_commit([entry("a", None)], 2, RETRY)
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 60), st.integers(0, 3), st.integers(0, 2)), max_size=12), st.booleans()
+)
+def test_marking_many_commits_at_once_records_what_marking_each_does(
+    commits: list[tuple[int, int, int]], premark: bool
+) -> None:
+    one_by_one, at_once = CommitLog(), CommitLog()
+    if premark:
+        one_by_one.mark(5, 9, 1)
+        at_once.mark(5, 9, 1)
+    firsts = [first for first, _length, _ids in commits]
+    ends = [first + length for first, length, _ids in commits]
+    ids = [count for _first, _length, count in commits]
+    for first, end, count in zip(firsts, ends, ids):
+        one_by_one.mark(first, end, count)
+    at_once.mark_many(firsts, ends, ids)
+    assert [one_by_one.commit_of(seq) for seq in range(70)] == [at_once.commit_of(seq) for seq in range(70)]

@@ -650,3 +650,19 @@ def test_dumpb_many_sends_every_value_to_the_exact_encoder_when_one_is_not_exact
     ]
     with pytest.raises(TypeError):
         jsjson.dumpb_many([{"a": 1}, object()])
+
+
+@pytest.mark.parametrize("number", ["1e-6", "1.5e-6", "1e+16", "2e+20", "1.0", "10.0"])
+@pytest.mark.parametrize(
+    "template", ["[{n}]", '{{"a":{n}}}', "[{n},1]", "{n}", '{{"id":"964e-4954","n":{n}}}']
+)
+def test_the_exactness_gates_open_for_each_number_orjson_writes_otherwise(number: str, template: str) -> None:
+    # The substring gates in front of the regexes must let every such number through to them.
+    assert not jsjson._orjson_is_exact(template.format(n=number).encode())
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=4), st.uuids())
+def test_gated_exactness_check_agrees_with_the_regexes(numbers: list[float], uid: Any) -> None:
+    data = orjson.dumps({"id": str(uid), "numbers": numbers})
+    ungated = not (jsjson._INTEGRAL_FLOAT.search(data) or jsjson._POSITIONAL_EXPONENT.search(data))
+    assert jsjson._orjson_is_exact(data) == ungated

@@ -21,6 +21,7 @@ the core knowing that format:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
 
@@ -241,6 +242,10 @@ def build_session_context(
     Projector errors propagate.
     """
     keep_failed_turns = rules is not None and rules.keep_failed_turns
+    if set(map(type, path)) == {MessageEntry}:
+        messages = _plain_messages(path, keep_failed_turns)
+        if messages is not None:
+            return messages
     entries = build_context_entries(path)
     projected: dict[int, list[JsonValue]] = {}
     edits: dict[str, JsonValue] = {}
@@ -268,6 +273,27 @@ def build_session_context(
             contribution = _apply_edit(contribution, edits[entry.id])
         messages.extend(contribution)
     return messages
+
+
+def _plain_messages(path: Sequence[Entry], keep_failed_turns: bool) -> list[JsonValue] | None:
+    """The context of a path of message entries only (a runtime's conversation), a pass per step;
+    ``None`` unless every message is a dict (the general loop decides, and names any error)."""
+    messages = list(map(_get_message, path))
+    if set(map(type, messages)) != {dict}:
+        return None
+    try:
+        if keep_failed_turns or "assistant" not in set(map(_get_role, messages)):
+            return messages
+        if _DROPPED_STOP_REASONS.isdisjoint(map(_get_stop_reason, messages)):
+            return messages
+    except TypeError:
+        return None  # an unhashable role or stop reason
+    return [m for m in messages if _is_context_message(m, "", keep_failed_turns)]  # dicts: never raises
+
+
+_get_message = operator.attrgetter("message")
+_get_role = operator.methodcaller("get", "role")
+_get_stop_reason = operator.methodcaller("get", "stopReason")
 
 
 def context_rules(session: Session) -> ContextRules:

@@ -36,6 +36,8 @@ __all__ = [
     "dumps",
     "format_number",
     "is_array_index",
+    "is_stringify_output",
+    "may_hold_unsafe_integers",
     "loads",
 ]
 
@@ -303,6 +305,23 @@ def dumpb_many(values: Sequence[JsonValue]) -> list[bytes]:
     return [dumpb(value) for value in values]
 
 
+def is_stringify_output(data: bytes) -> bool:
+    """True when ``data`` is exactly ``dumpb(loads(data))``: JSON text as ``JSON.stringify`` writes it, so
+    a copy of its bytes is what re-serializing it would write. ``False`` means "not proven". One orjson
+    parse and one encode, both in C (a fork copies entry bytes after this check).
+    """
+    try:
+        value = orjson.loads(data)
+        encoded = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    return (
+        encoded == data
+        and _SIXTEEN_DIGITS not in data.translate(_DIGITS_AS_D)  # loads would turn such ints into doubles
+        and _orjson_is_exact(data)
+    )
+
+
 def dumps(value: JsonValue) -> str:
     """``JSON.stringify(value)`` for plain JSON values (dict/list/tuple/str/int/float/bool/None).
 
@@ -369,6 +388,12 @@ def _js_ints(value: Any) -> Any:
 
 MAX_TEXT_DEPTH = deepjson.MAX_DEPTH + 2
 """The nesting :func:`loads` reads by default: a stored value plus the two wrappers of a JSONL line."""
+
+
+def may_hold_unsafe_integers(data: bytes) -> bool:
+    """Whether JSON ``data`` may hold an integer beyond 2**53 (16 digits in a row somewhere): only then
+    does :func:`loads` read it other than ``orjson.loads`` does."""
+    return _SIXTEEN_DIGITS in data.translate(_DIGITS_AS_D)
 
 
 def loads(

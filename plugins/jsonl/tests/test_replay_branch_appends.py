@@ -17,6 +17,7 @@ from sessiontree.errors import StorageFormatError
 from sessiontree.queries import BranchScan
 from sessiontree.values import value
 from sessiontree_jsonl import JsonlStorage
+from sessiontree_jsonl import eager as eager_module
 from sessiontree_jsonl import replay as replay_module
 
 _HEADER = {"v": 4, "kind": "header", "id": "runs", "storageVersion": 1, "createdAt": 0, "cwd": "/c"}
@@ -143,8 +144,10 @@ def test_a_clean_session_opens_as_one_run(tmp_path: Path, monkeypatch: pytest.Mo
         runs.append(len(run[0]) if proven else -1)
         return proven
 
-    monkeypatch.setattr(replay_module.Replayer, "_append_chain", counting)
     entries, tips, _stats, next_seq, _commits = _agree(path, monkeypatch)
+    monkeypatch.setattr(replay_module.Replayer, "_append_chain", counting)
+    monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)  # the lazy replay's runs
+    JsonlStorage.open(path).close()
     assert runs == [30]
     assert [e["id"] for e in entries] == [f"e{i}" for i in range(30)]
     assert tips == [("main", "e29", 60)] and next_seq == 61

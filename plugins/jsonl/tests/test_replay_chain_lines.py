@@ -15,6 +15,7 @@ from plugins.jsonl.tests._exact_path import fast_and_exact_agree
 from sessiontree import jsjson, wire
 from sessiontree.errors import StorageFormatError
 from sessiontree_jsonl import JsonlStorage
+from sessiontree_jsonl import eager as eager_module
 from sessiontree_jsonl import replay as replay_module
 
 _HEADER = {"v": 4, "kind": "header", "id": "chain", "storageVersion": 1, "createdAt": 0, "cwd": "/c"}
@@ -138,8 +139,10 @@ def test_a_clean_chain_opens_through_the_chained_line_path(tmp_path: Path, monke
         calls.append(handled)
         return handled
 
-    monkeypatch.setattr(replay_module.Replayer, "_chain_line", counting)
     entries, usage, _, next_seq = _agree(path, monkeypatch)
+    monkeypatch.setattr(replay_module.Replayer, "_chain_line", counting)
+    monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)  # the lazy replay's chained lines
+    JsonlStorage.open(path).close()
     assert calls == [True] * 4
     assert [e["id"] for e in entries] == [f"e{i}" for i in range(40)]
     assert [u["id"] for u in usage] == ["u0"] and next_seq == 42

@@ -18,6 +18,7 @@ from sessiontree.queries import BranchScan, ListReadOptions
 from sessiontree.usage import empty_usage
 from sessiontree.values import list_, value
 from sessiontree_jsonl import JsonlStorage
+from sessiontree_jsonl import eager as eager_module
 from sessiontree_jsonl import replay as replay_module
 from sessiontree_conformance.golden import pi_fixtures
 
@@ -84,6 +85,9 @@ def _list_writes(storage: JsonlStorage) -> list[Any]:
 
 @pytest.mark.parametrize("fixture", V4_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_fast_and_exact_replay_agree(fixture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with JsonlStorage.open(fixture) as one_pass:  # small files open in one pass (sessiontree_jsonl.eager)
+        one_pass_state = _everything(one_pass)
+    monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)
     with JsonlStorage.open(fixture) as fast:
         fast_state = _everything(fast)
         lazy = [n for n in fast._generation.state.iter_nodes() if isinstance(n, replay_module.LazyEntryNode)]
@@ -98,7 +102,7 @@ def test_fast_and_exact_replay_agree(fixture: Path, monkeypatch: pytest.MonkeyPa
         assert not any(
             isinstance(n, replay_module.LazyEntryNode) for n in exact._generation.state.iter_nodes()
         )
-        assert _everything(exact) == fast_state
+        assert _everything(exact) == fast_state == one_pass_state
 
 
 def test_most_fixture_lines_take_the_fast_path() -> None:

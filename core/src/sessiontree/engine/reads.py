@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections.abc import Iterable, Set
 from typing import SupportsInt, TypeVar, cast
 
@@ -16,6 +17,9 @@ from ..kit.idempotency import CommitLog
 from .index import EntryIndex
 from .records import Record, entry_of, structure_of
 from .store import ABSENT_KEY_SLOT, ValueStore
+
+_get_type = operator.attrgetter("type")
+_get_id = operator.attrgetter("id")
 
 __all__ = ["Reads", "slice_limit"]
 
@@ -174,6 +178,31 @@ class Reads:
             del path[limit:]
         return path
 
+    def _stopped_walk(self, start: Record, query: BranchScan, limit: int | None) -> list[Record] | None:
+        """A scan with stops but no filters or cursor (what a context read asks): the path in the
+        query's order, cut after the first stop and at the limit, a few list operations instead of a
+        step per record; ``None`` for a broken path (the step-by-step walk raises where pi does)."""
+        index = self._index
+        try:
+            path = index.path(start, index.records)
+        except StorageValidationError:
+            return None
+        if query.order == "oldest_first":
+            path.reverse()
+        cut = len(path)
+        if query.stop_at_type is not None:
+            types = list(map(_get_type, path))
+            if query.stop_at_type in types:
+                cut = types.index(query.stop_at_type) + 1
+        if query.stop_at_id is not None:
+            ids = list(map(_get_id, path[:cut]))
+            if query.stop_at_id in ids:
+                cut = ids.index(query.stop_at_id) + 1
+        if limit is not None:
+            cut = min(cut, limit)
+        del path[cut:]
+        return path
+
     def _scan_branch_records(self, query: BranchScan) -> list[Record]:
         start = self._branch_start(query)
         if _is_plain_walk(query):
@@ -182,6 +211,10 @@ class Reads:
         if limit == 0:
             # pi still walks (and would report corruption); our paths cannot be corrupt.
             return []
+        if query.type is None and query.custom_type is None and query.cursor is None:
+            stopped = self._stopped_walk(start, query, limit)
+            if stopped is not None:
+                return stopped
         oldest_first = query.order == "oldest_first"
         ordered: Iterable[Record]
         if oldest_first:

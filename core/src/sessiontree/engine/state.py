@@ -206,6 +206,16 @@ class SessionState(Reads):
         """Select what a fork copies, with pi's checks in pi's order (§6.4)."""
         return fork_selection(self._index, self._store, options)[0]
 
+    def fork_selection(self, options: ForkOptions) -> tuple[ForkPlan, Sequence[Record]]:
+        """:meth:`fork_plan` and the records the fork copies, in seq order (a file backend copies their
+        bytes instead of building a state)."""
+        return fork_selection(self._index, self._store, options)
+
+    def record_before(self, seq: int) -> Record | None:
+        """The stored record with the greatest seq below ``seq`` (``None`` when there is none)."""
+        position = self._index.seq_bounds(None, seq - 1)[1]
+        return self._index.records[position - 1] if position else None
+
     def fork(self, options: ForkOptions) -> SessionState:
         """pi's in-memory ``createFork``: a new state with the selected entries (shared, same seqs),
         the projected values and list elements (same seqs), no usage ledger, and the same ``next_seq``.

@@ -65,6 +65,22 @@ class CommitLog:
         self._ends.append(end_seq)
         self._ids.append(id_count)
 
+    def mark_many(self, firsts: list[int], ends: list[int], id_counts: list[int]) -> None:
+        """:meth:`mark` for commits given a field at a time, each after the one before (a replayed run
+        of lines); any out of order, and each is marked one by one."""
+        if (
+            firsts
+            and all(map(int.__lt__, firsts, ends))
+            and all(map(int.__le__, ends, firsts[1:]))
+            and (not self._ends or self._ends[-1] <= firsts[0])
+        ):
+            self._firsts.extend(firsts)
+            self._ends.extend(ends)
+            self._ids.extend(id_counts)
+            return
+        for first, end, ids in zip(firsts, ends, id_counts):
+            self.mark(first, end, ids)
+
     def commit_of(self, seq: int) -> tuple[int, int, int] | None:
         """``(first_seq, end_seq, id_count)`` of the recorded commit that used ``seq``, else ``None``."""
         index = bisect.bisect_right(self._firsts, seq) - 1

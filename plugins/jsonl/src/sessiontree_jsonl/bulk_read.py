@@ -23,6 +23,7 @@ import attrs
 
 from sessiontree import jsjson
 from sessiontree.errors import StorageError
+from sessiontree.jsjson import MAX_SAFE_INTEGER
 from sessiontree.kit.stamping import slot_layout
 from sessiontree.model import ENTRY_CLASSES, BranchSummaryEntry, CompactionEntry, Entry
 from sessiontree.wire import committed_write_from_wire
@@ -33,7 +34,7 @@ from sessiontree.writes import EntryWrite
 if TYPE_CHECKING:
     from .replay import LazyEntryNode
 
-__all__ = ["BULK_MIN", "decode_lines"]
+__all__ = ["BULK_MIN", "decode_lines", "entries_of_layout", "record_layout"]
 
 _new: Callable[[type], Any] = object.__new__
 _get_id = operator.attrgetter("id")
@@ -134,7 +135,7 @@ def _build_entries(
         else:
             _decode_one(item, decoded, left)
     for (entry_type, _keys), batch in batches.items():
-        layout = _layout(entry_type, batch[0][1])
+        layout = record_layout(entry_type, batch[0][1])
         entries = None if layout is None else _build_batch(layout, batch)
         if entries is None:
             for item in batch:
@@ -173,9 +174,32 @@ def _build_batch(layout: _Layout, batch: list[tuple[LazyEntryNode, Any, int]]) -
             return None
     if columns["id"] != list(map(_get_id, nodes)):
         return None
+    return _construct(cls, columns, wire_keys, len(records))
+
+
+def entries_of_layout(layout: _Layout, records: list[dict[str, Any]]) -> list[Entry] | None:
+    """The entries of committed entry records of one layout (:func:`record_layout`), as
+    :func:`~sessiontree.wire.committed_write_from_wire` decodes each; ``None`` unless every id is a
+    string, every parent a string or null, every seq and timestamp an integer in ``[0, 2**53)``."""
+    cls, members, wire_keys = layout
+    columns = {name: list(map(operator.itemgetter(member), records)) for member, name in members.items()}
+    if set(map(type, columns["id"])) != {str} or not set(map(type, columns["parent_id"])) <= _PARENT_TYPES:
+        return None
+    for name in ("seq", "timestamp"):
+        values = columns[name]
+        if set(map(type, values)) != {int} or min(values) < 0 or max(values) > MAX_SAFE_INTEGER:
+            return None
+    return _construct(cls, columns, wire_keys, len(records))
+
+
+_PARENT_TYPES = {str, type(None)}
+
+
+def _construct(
+    cls: type, columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int
+) -> list[Entry]:
     slots = slot_layout(cls)
-    assert slots is not None  # _layout only takes clonable classes
-    count = len(records)
+    assert slots is not None  # record_layout only takes clonable classes
     entries = list(map(_new, repeat(cls, count)))
     defaults = _DEFAULTS[cls]
     for name, setter in slots.setters.items():
@@ -227,7 +251,7 @@ _DEFAULTS: dict[type, dict[str, Any]] = {
 }
 
 
-def _layout(entry_type: str, record: dict[str, Any]) -> _Layout | None:
+def record_layout(entry_type: str, record: dict[str, Any]) -> _Layout | None:
     """How to build entries from records of this type and key order, when every member but ``kind``
     and ``type`` is an attribute of the type's class (a known type, no usage member to convert) and
     the class is built by setting its slots: the class, each member's attribute, the key order."""

@@ -18,6 +18,7 @@ from sessiontree.engine import SessionState
 from sessiontree.errors import StorageFormatError
 from sessiontree.fs import UTF8_BOM, FileHandle
 
+from . import eager
 from .header import JSONL_STORAGE_VERSION, HeaderError, JsonlHeader, parse_session_header
 from .io import io_errors
 from .legacy_v3 import LegacyV3Header
@@ -106,6 +107,11 @@ def load_generation(
     The handle becomes the generation's :class:`EntrySource` (keep it open while the state is used).
     """
     check_storage_version(header, display_path)
+    end = handle.size() if size is None else size
+    if end - body_offset <= eager.EAGER_MAX_BYTES:
+        generation = _load_at_once(handle, header, body_offset, end, display_path)
+        if generation is not None:
+            return generation
     state = SessionState()
     source = EntrySource(handle, display_path)
     generation = Generation(
@@ -117,11 +123,41 @@ def load_generation(
         known_end=body_offset,
         line_count=1,
     )
-    end = handle.size() if size is None else size
     _replay_range(generation, handle, body_offset, end)
     if header.next_seq is not None:
         state.advance_next_seq(header.next_seq)
     return generation
+
+
+def _load_at_once(
+    handle: FileHandle, header: JsonlHeader, body_offset: int, end: int, display_path: str
+) -> Generation | None:
+    """A small body replayed in one pass with its entries built (:mod:`.eager`), or ``None``."""
+    size = end - body_offset
+    data = handle.read_at(body_offset, min(size, _HEADER_CHUNK))
+    if not eager.may_replay_whole(data):
+        return None  # decided from the first lines (pi's own files): the body is read once, lazily
+    if len(data) < size:
+        data = handle.read_at(body_offset, size)
+    if len(data) != size:
+        return None
+    state = SessionState()
+    source = EntrySource(handle, display_path)
+    replayed = eager.replay_whole(state, source, data, body_offset)
+    if replayed is None:
+        return None
+    if header.next_seq is not None:
+        state.advance_next_seq(header.next_seq)
+    size, lines = replayed
+    return Generation(
+        header=header,
+        state=state,
+        source=source,
+        identity=handle.identity(),
+        body_offset=body_offset,
+        known_end=body_offset + size,
+        line_count=1 + lines,
+    )
 
 
 def _replay_range(generation: Generation, handle: FileHandle, start: int, end: int) -> None:

@@ -219,6 +219,17 @@ class EntrySource:
                 self._cached += size
             self._evict_over_budget()
 
+    def remember_new(self, nodes: list[LazyEntryNode], entries: list[Entry], sizes: list[int]) -> None:
+        """:meth:`remember_sized` for nodes that hold nothing yet (just built), a field at a time."""
+        if sizes and max(sizes) > self._cache_bytes:
+            self.remember_sized(list(zip(nodes, entries, sizes)))
+            return
+        with self._lock:
+            _consume(map(setattr, nodes, repeat("held"), entries))
+            self._held.extend(zip(nodes, sizes))
+            self._cached += sum(sizes)
+            self._evict_over_budget()
+
     def _evict_over_budget(self) -> None:
         # Called holding the lock: drop the oldest held entries until the budget holds.
         held = self._held

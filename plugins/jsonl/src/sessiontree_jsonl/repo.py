@@ -51,6 +51,7 @@ from sessiontree.writes import Write
 
 from .confinement import confined_session_path, link_out_of_root
 from .fork import fork_session_file
+from .fork_open import OpenFork, OpenForkSelection, fork_open_source
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
 from .legacy_v3 import LegacyV3Options, read_lenient_header, resolve_legacy_parent
@@ -427,8 +428,10 @@ class JsonlSessionRepo:
             path, fs=self.fs, now=self._now, durability=self.durability, legacy_options=self.legacy_options
         )
 
-    def _open_published(self, key: str, metadata: SessionMetadata, path: str) -> StorageBackedSession:
-        storage = self._open_storage(path)
+    def _open_published(
+        self, key: str, metadata: SessionMetadata, path: str, opened: OpenFork | None = None
+    ) -> StorageBackedSession:
+        storage = self._open_storage(path) if opened is None else self._open_fork(path, opened)
         try:
             header = storage.header
             if header.id != metadata.id or header.cwd != metadata.cwd:
@@ -444,6 +447,23 @@ class JsonlSessionRepo:
         with self._lock:
             self._open[key] = session
         return session
+
+    def _open_fork(self, path: str, opened: OpenFork) -> JsonlStorage:
+        """The file a fast fork just wrote, opened from what it wrote (replayed if it is not that)."""
+        with _io("Failed to read JSONL storage", path):
+            handle = self.fs.open_file(self.fs.absolute(path))
+        try:
+            with _io("Failed to read JSONL storage", path):
+                generation = opened.generation(handle, path)
+        except BaseException:
+            handle.close()
+            raise
+        if generation is None:
+            handle.close()
+            return self._open_storage(path)
+        return JsonlStorage.from_generation(
+            path, generation, fs=self.fs, now=self._now, durability=self.durability
+        )
 
     def _forget(self, key: str) -> None:
         with self._lock:
@@ -643,9 +663,25 @@ class JsonlSessionRepo:
             destination = self._new_session_path(cwd, session_id, created_at)
             with self._lock:
                 open_source = self._open.get(_session_key(cwd, source.id))
-            boundary, handle = (None, None) if open_source is None else self._fork_boundary(open_source)
+            boundary, handle, selection = (
+                (None, None, None) if open_source is None else self._fork_boundary(open_source, options)
+            )
             try:
-                result = fork_session_file(
+                opened = None
+                if selection is not None:
+                    assert handle is not None
+                    opened = fork_open_source(
+                        self.fs,
+                        handle,
+                        selection,
+                        destination,
+                        source_id=source.id,
+                        source_cwd=cwd,
+                        destination_id=session_id,
+                        created_at=created_at,
+                        durability=self.durability,
+                    )
+                result = opened.result if opened is not None else fork_session_file(
                     self.fs,
                     source_path,
                     destination,
@@ -665,7 +701,7 @@ class JsonlSessionRepo:
             published = True
             self._remember(destination, session_id)
             metadata = result.header.metadata(path=destination, modified_at=self._modified_at(destination))
-            return self._open_published(key, metadata, destination)
+            return self._open_published(key, metadata, destination, opened)
         except BaseException:
             if published and destination is not None:
                 _remove_quietly(self.fs, destination)
@@ -673,17 +709,25 @@ class JsonlSessionRepo:
         finally:
             self._release(key)
 
-    def _fork_boundary(self, session: StorageBackedSession) -> tuple[int | None, FileHandle]:
-        """On the open source's commit queue (so between two of its commits): its next seq and a handle
-        on its file. A legacy v3 source needs no boundary: its file does not change until the upgrade."""
+    def _fork_boundary(
+        self, session: StorageBackedSession, options: ForkOptions
+    ) -> tuple[int | None, FileHandle, OpenForkSelection | None]:
+        """On the open source's commit queue (so between two of its commits): its next seq, a handle
+        on its file and, when its state can say, what the fork copies (:mod:`.fork_open`). A legacy v3
+        source needs no boundary: its file does not change until the upgrade."""
         storage = session.storage
         if not isinstance(storage, JsonlStorage):
             raise StorageValidationError(f"Session {session.metadata.id} is not backed by a JSONL file")
 
-        def capture(state: SessionState) -> tuple[int | None, FileHandle]:
+        def capture(state: SessionState) -> tuple[int | None, FileHandle, OpenForkSelection | None]:
             with _io("Failed to read JSONL storage", storage.path):
                 handle = self.fs.open_file(storage.path)
-            return (None if storage.is_legacy_v3() else state.next_seq), handle
+            try:
+                selection = storage.select_fork(state, handle, options)
+            except BaseException:
+                handle.close()
+                raise
+            return (None if storage.is_legacy_v3() else state.next_seq), handle, selection
 
         return storage.run_exclusive(capture)  # type: ignore[arg-type,return-value]
 

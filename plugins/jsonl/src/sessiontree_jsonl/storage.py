@@ -56,6 +56,7 @@ from sessiontree.wire import committed_write_to_wire, usage_from_wire
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 
 from .export import file_inventory, file_transactions
+from .fork_open import OpenForkSelection, select_open_fork
 from .header import JsonlHeader
 from .io import Durability, check_durability, io_error, io_errors, publish_atomically, remove_stale_temp_files
 from .legacy_v3 import LegacyV3Error, LegacyV3Header, LegacyV3Options, LegacyV3Source
@@ -163,6 +164,27 @@ class JsonlStorage(StateStorage):
             generation=generation,
             now=now or wall_clock_ms,
             durability=durability,
+        )
+
+    @classmethod
+    def from_generation(
+        cls,
+        path: str,
+        generation: Generation,
+        *,
+        fs: FileSystem,
+        now: Callable[[], int] | None = None,
+        durability: Durability = "process",
+    ) -> JsonlStorage:
+        """A storage over a file whose state is already built (``generation``, whose handle it takes
+        over): a file this process just wrote, such as a fork's."""
+        return cls(
+            fs=fs,
+            path=fs.absolute(path),
+            display_path=path,
+            generation=generation,
+            now=now or wall_clock_ms,
+            durability=check_durability(durability),
         )
 
     @classmethod
@@ -517,6 +539,15 @@ class JsonlStorage(StateStorage):
         """The next seq as a job on the commit queue: a fork boundary that sees exactly the commits
         admitted before it (pi's ``captureForkNextSeq``; :meth:`next_seq`)."""
         return self.next_seq()
+
+    def select_fork(
+        self, state: SessionState, handle: FileHandle, options: ForkOptions
+    ) -> OpenForkSelection | None:
+        """On the commit queue (``state`` is this storage's): what a fork copies, for the fast fork of an
+        open session (:mod:`.fork_open`); ``None`` when the streaming fork must read the file."""
+        if self._legacy is not None:
+            return None
+        return select_open_fork(self._generation, state, handle, options)
 
     def fork(self, options: ForkOptions) -> JsonlStorage:
         """Not offered: a JSONL session forks file to file (:meth:`JsonlSessionRepo.fork`)."""

@@ -1,0 +1,285 @@
+"""Opening a small format-4 file in one pass: every line parsed once, every entry built at open.
+
+A lazy open (:mod:`sessiontree_jsonl.replay`) decodes only the structure of each line and leaves
+payloads in the file; the first read of the branch then reads the file again and parses it whole
+(:mod:`sessiontree_jsonl.bulk_read`). A runtime resuming a session does both at once, so for a body up
+to :data:`EAGER_MAX_BYTES` (which the entry cache holds whole anyway) the open parses each line once
+with orjson and builds the same state a lazy open plus a full read builds: the same lazy nodes with
+the same spans, each holding its entry in the cache.
+
+Runs of branch appends (``[entry, value set]`` lines, each entry the child of the one before) are
+checked and applied a column at a time with the fast path's checks
+(:func:`~sessiontree.kit.validation.proves_entry_chain`); their entries are built a layout at a time
+as :func:`~sessiontree.wire.committed_write_from_wire` builds each. Any other line without an entry
+takes the exact path (:meth:`Replayer._exact_line`). Anything else — a line orjson refuses (pi's
+parser may still read it), an integer beyond 2**53, another line shape, a failed check — and
+:func:`replay_whole` returns ``None``: the lazy replay then reads the file and raises pi's errors.
+"""
+
+from __future__ import annotations
+
+import operator
+from itertools import accumulate, islice, repeat
+from typing import Any, cast
+
+import orjson
+
+from sessiontree import jsjson
+from sessiontree.engine import OnDemandEntry, SessionState
+from sessiontree.errors import StorageError
+from sessiontree.kit.validation import proves_entry_chain
+from sessiontree.model import Entry
+from sessiontree.writes import ValueSet
+
+from .bulk_read import entries_of_layout, record_layout
+from .replay import EntrySource, LazyEntryNode, Replayer
+
+__all__ = ["EAGER_MAX_BYTES", "may_replay_whole", "replay_whole"]
+
+EAGER_MAX_BYTES = 4 << 20
+"""Bodies up to this size are opened in one pass (larger ones lazily: their payloads stay in the file)."""
+
+_VALUE_KEYS = ("kind", "op", "seq", "namespace", "key", "value")
+_get_seq = operator.itemgetter("seq")
+_get_id = operator.itemgetter("id")
+_get_namespace = operator.itemgetter("namespace")
+_get_key = operator.itemgetter("key")
+_get_type_or_none = operator.methodcaller("get", "type")
+_first = operator.itemgetter(0)
+_second = operator.itemgetter(1)
+
+
+def replay_whole(
+    state: SessionState, source: EntrySource, data: bytes, body_offset: int
+) -> tuple[int, int] | None:
+    """Replay the complete lines of ``data`` (the body, read from ``body_offset``) into the empty
+    ``state``; returns ``(bytes replayed, lines replayed)``, or ``None`` when the lazy replay must
+    decide (``state`` is then unusable: start again with a fresh one)."""
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        return None
+    body = data[:cut]
+    try:
+        if not _opens_with_an_append(body):
+            return None  # e.g. pi's own files (many entries a line): the lazy replay's chained lines
+        if jsjson.may_hold_unsafe_integers(body):
+            return None
+        lines = body.split(b"\n")
+        parsed = list(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return None
+    starts = list(accumulate((len(line) + 1 for line in lines), initial=body_offset))
+    replayer = Replayer(state, source, path=source.path, first_line=2)
+    try:
+        index = 0
+        count = len(parsed)
+        while index < count:
+            stop = _run_end(parsed, index)
+            if stop > index:
+                if not _apply_run(replayer, parsed[index:stop], starts, lines, index):
+                    return None
+                index = stop
+                continue
+            if _has_entry(parsed[index]):
+                return None
+            replayer.line = index + 1
+            replayer._exact_line(lines[index])
+            index += 1
+        replayer.finish()
+    except (StorageError, ValueError, TypeError):
+        return None
+    return cut + 1, count
+
+
+def may_replay_whole(head: bytes) -> bool:
+    """Whether a body starting with ``head`` may open in one pass: ``False`` when its first line
+    holding an entry is not a branch append (or, cut by the end of ``head``, names several entries), so
+    such a body (pi's own files) is read once, by the lazy replay."""
+    start = 0
+    while start < len(head):
+        end = head.find(b"\n", start)
+        if end < 0:
+            return head.count(_ENTRY_KIND, start) <= 1
+        if head.count(_ENTRY_KIND, start, end) > 1:
+            return False
+        try:
+            line = orjson.loads(head[start:end])
+        except orjson.JSONDecodeError:
+            return False
+        if _has_entry(line):
+            return _is_append(line)
+        start = end + 1
+    return True
+
+
+_ENTRY_KIND = b'"kind":"entry"'
+
+
+def _opens_with_an_append(body: bytes) -> bool:
+    """Whether the first line holding an entry is a branch append (checked before parsing the rest)."""
+    start = 0
+    while start <= len(body):
+        end = body.find(b"\n", start)
+        end = len(body) if end < 0 else end
+        if body.count(_ENTRY_KIND, start, end) > 1:
+            return False  # most likely many entries a line (pi's own files): not worth parsing to be sure
+        line = orjson.loads(body[start:end])
+        if _has_entry(line):
+            return _is_append(line)
+        start = end + 1
+    return False
+
+
+def _is_append(line: object) -> bool:
+    return (
+        type(line) is list
+        and len(line) == 2
+        and type(line[0]) is dict
+        and type(line[1]) is dict
+        and line[0].get("kind") == "entry"
+        and tuple(line[1]) == _VALUE_KEYS
+        and line[1]["kind"] == "value"
+    )
+
+
+def _has_entry(line: object) -> bool:
+    records = line if type(line) is list else [line]
+    return any(type(record) is not dict or record.get("kind") == "entry" for record in records)
+
+
+def _run_end(parsed: list[Any], start: int) -> int:
+    """The end of the run of chained branch appends starting at ``start`` (``start``: none)."""
+    if not _is_append(parsed[start]):
+        return start
+    if _all_chained_appends(parsed, start):
+        return len(parsed)
+    previous = parsed[start][0].get("id")
+    stop = start + 1
+    count = len(parsed)
+    while stop < count and _is_append(following := parsed[stop]) and following[0].get("parentId") == previous:
+        previous = following[0].get("id")
+        stop += 1
+    return stop
+
+
+def _all_chained_appends(parsed: list[Any], start: int) -> bool:
+    """Whether every line from ``start`` on is a branch append extending the one before: what a
+    runtime's session is, checked a column at a time."""
+    lines = parsed[start:]
+    if set(map(type, lines)) != {list} or set(map(len, lines)) != {2}:
+        return False
+    records = list(map(_first, lines))
+    writes = list(map(_second, lines))
+    if set(map(type, records)) != {dict} or set(map(type, writes)) != {dict}:
+        return False
+    if set(map(_get_kind, records)) != {"entry"} or set(map(tuple, writes)) != {_VALUE_KEYS}:
+        return False
+    if set(map(_get_kind, writes)) != {"value"}:
+        return False
+    ids = list(map(_get_id_or_none, records))
+    return list(map(_get_parent_or_none, islice(records, 1, None))) == ids[:-1]
+
+
+_get_kind = operator.methodcaller("get", "kind")
+_get_id_or_none = operator.methodcaller("get", "id")
+_get_parent_or_none = operator.methodcaller("get", "parentId")
+
+
+def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: list[bytes], first: int) -> bool:
+    """Check and apply chained branch appends (``run``, lines ``first`` on) as the fast path's
+    ``_append_chain`` does, entries built and held; ``False`` when not proven."""
+    state = replayer.state
+    records = list(map(_first, run))
+    writes = list(map(_second, run))
+    seqs = list(map(operator.methodcaller("get", "seq"), records))
+    write_seqs = list(map(_get_seq, writes))
+    order = [seq for pair in zip(seqs, write_seqs) for seq in pair]
+    if set(map(type, order)) != {int} or not all(map(operator.lt, order, islice(order, 1, None))):
+        return False
+    if set(map(operator.itemgetter("op"), writes)) != {"set"}:
+        return False
+    addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes)))
+    if not all(map(_is_address, set(addresses))):
+        return False
+    entries = _entries(records)
+    if entries is None:
+        return False
+    ids = list(map(operator.attrgetter("id"), entries))
+    parents = list(map(operator.attrgetter("parent_id"), entries))
+    if not proves_entry_chain(state, ids, parents, seqs):
+        return False
+    count = len(run)
+    source = replayer.source
+    lengths = [len(line) for line in islice(lines, first, first + count)]
+    nodes = list(
+        map(
+            LazyEntryNode,
+            seqs,
+            map(operator.attrgetter("timestamp"), entries),
+            ids,
+            parents,
+            map(operator.attrgetter("type"), entries),
+            map(operator.attrgetter("custom_type"), entries),
+            islice(starts, first, first + count),
+            lengths,
+            repeat(0, count),
+            repeat(source.loader, count),
+        )
+    )
+    types = list(map(operator.attrgetter("type"), nodes))
+    state.add_entry_chain(cast("list[OnDemandEntry]", nodes), ids, seqs, types)
+    # Each line is one commit; only the last write of each address can matter.
+    state.commits.mark_many(seqs, [seq + 1 for seq in write_seqs], [1] * count)
+    last = dict(zip(addresses, range(count)))
+    for (namespace, key), position in last.items():
+        write = writes[position]
+        replayer._values[(namespace, key)] = ValueSet(
+            namespace=namespace, key=key, value=write["value"], seq=write["seq"]
+        )
+    replayer._last_node = nodes[-1]
+    replayer.last_seq = write_seqs[-1]
+    replayer.line = first + count
+    state.set_replayed_next_seq(replayer.last_seq + 1)
+    # What a bulk read of these lines keeps: each entry, at half its line's bytes.
+    source.remember_new(nodes, entries, [length // 2 for length in lengths])
+    return True
+
+
+def _entries(records: list[dict[str, Any]]) -> list[Entry] | None:
+    """The entries of the records, built a layout at a time; ``None`` unless every record has a known
+    layout and passes :func:`~sessiontree_jsonl.bulk_read.entries_of_layout`'s checks."""
+    types = list(map(_get_type_or_none, records))
+    keys = list(map(tuple, records))
+    if len(set(types)) == 1 and len(set(keys)) == 1:
+        # One layout (a runtime's messages): built in one batch.
+        layout = record_layout(types[0], records[0]) if type(types[0]) is str else None
+        return None if layout is None else entries_of_layout(layout, records)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for position, record in enumerate(records):
+        entry_type = record.get("type")
+        if type(entry_type) is not str:
+            return None
+        groups.setdefault((entry_type, *record), []).append(position)
+    entries: list[Any] = [None] * len(records)
+    for (entry_type, *_keys), positions in groups.items():
+        layout = record_layout(entry_type, records[positions[0]])
+        if layout is None:
+            return None
+        built = entries_of_layout(layout, [records[position] for position in positions])
+        if built is None:
+            return None
+        for position, entry in zip(positions, built):
+            entries[position] = entry
+    return entries
+
+
+def _is_address(address: tuple[object, object]) -> bool:
+    namespace, key = address
+    return (
+        type(namespace) is str
+        and type(key) is str
+        and namespace != ""
+        and "\x00" not in namespace
+        and "\x00" not in key
+    )
+
