@@ -22,14 +22,14 @@ __all__ = ["BenchBackend", "discover_backends", "select_backends"]
 class BenchBackend:
     """One backend under measurement.
 
-    ``open_repo(directory)`` returns a new repository stored under ``directory`` (ignored by backends
-    without persistence). ``persistent`` backends also run "open closed session", as pi's non-memory
+    ``open_repo(directory, **options)`` returns a new repository stored under ``directory`` (ignored by
+    backends without persistence), ``options`` passed to the registry. ``persistent`` backends also run "open closed session", as pi's non-memory
     backends do.
     """
 
     name: str
     persistent: bool
-    open_repo: Callable[[Path], SessionRepo]
+    open_repo: Callable[..., SessionRepo]
     requests: Callable[[], int] | None = None
     """How many requests the backend's server has received so far (a remote backend's), or ``None``."""
 
@@ -52,11 +52,11 @@ def _registry_backend(registry: Registry, name: str, persistent: bool) -> BenchB
     if name == "objstore":
         return _objstore_backend(registry)
 
-    def open_repo(directory: Path) -> SessionRepo:
+    def open_repo(directory: Path, **options: Any) -> SessionRepo:
         if name in SERVER_BACKENDS:
-            return registry.open_repo(server_url(name, directory))
+            return registry.open_repo(server_url(name, directory), **options)
         url = local_path_url(name, directory / "repo") + _LAYOUT_SUFFIX.get(name, "") if persistent else f"{name}://"
-        return registry.open_repo(url)
+        return registry.open_repo(url, **options)
 
     return BenchBackend(name=name, persistent=persistent, open_repo=open_repo)
 
@@ -78,12 +78,13 @@ def _objstore_backend(registry: Registry) -> BenchBackend:
             _MOTO.append(moto)
         return _MOTO[0]
 
-    def open_repo(directory: Path) -> SessionRepo:
+    def open_repo(directory: Path, **options: Any) -> SessionRepo:
         from sessiontree_fsspec_remote.testing import s3_options
 
         moto = server()
         prefix = f"{directory.name}-{abs(hash(str(directory))):x}"
-        return registry.open_repo(f"objstore+s3://bench/{prefix}", storage_options=s3_options(moto.endpoint))
+        url = f"objstore+s3://bench/{prefix}"
+        return registry.open_repo(url, storage_options=s3_options(moto.endpoint), **options)
 
     return BenchBackend(
         name="objstore", persistent=True, open_repo=open_repo, requests=lambda: sum(server().counts.values())

@@ -6,16 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.contracts import BranchFork, Session, SessionRepo
-from sessiontree.plugins import get_registry
 
+from ..backends import discover_backends, select_backends
 from ..runtime_loop import loop_message
+from ..servers import SERVER_BACKENDS
 
 __all__ = ["DURABLE_OPTIONS", "SessiontreeTarget"]
 
 DURABLE_OPTIONS: dict[str, dict[str, Any]] = {"jsonl": {"durability": "fsync"}}
 """Repository options that make a backend durable against power loss (not only process crashes)."""
-
-_CWD = "/bench"
 
 
 def _message(index: int) -> dict[str, Any]:
@@ -31,26 +30,28 @@ class SessiontreeTarget:
     ``find_entries`` + ``context()``, ``repo.fork(BranchFork(entry_id=...))`` + one append."""
 
     def __init__(self, directory: Path, backend: str) -> None:
-        spec = get_registry().backend_spec(backend)
-        self.persistent = spec.capabilities.supports_persistence
+        # The harness's own way of opening each backend (a file URL, the local moto server, the
+        # PostgreSQL test server), so every backend the read benchmarks measure runs the loop too.
+        (self._backend,) = select_backends(discover_backends(), [backend])
+        self._directory = directory
+        self.persistent = self._backend.persistent
         self.name = f"sessiontree {backend}"
         self.durable = backend in DURABLE_OPTIONS
         self.durability = ", ".join(f"{k}={v}" for k, v in DURABLE_OPTIONS.get(backend, {}).items()) or (
-            "on disk, no fsync" if self.persistent else "in memory"
+            "on its server" if backend in SERVER_BACKENDS or self._backend.requests is not None
+            else "on disk, no fsync" if self.persistent else "in memory"
         )
-        self._options: dict[str, Any] = {"backend": backend, **DURABLE_OPTIONS.get(backend, {})}
-        if self.persistent:
-            self._options |= {"path": str(directory / "repo"), "cwd": _CWD}
+        self._options: dict[str, Any] = dict(DURABLE_OPTIONS.get(backend, {}))
         self._repo: SessionRepo | None = None
         self._session: Session | None = None
         self._ids: list[str] = []
 
     def _open_repo(self) -> SessionRepo:
-        return get_registry().open_repo(self._options)
+        return self._backend.open_repo(self._directory, **self._options)
 
     def create(self) -> None:
         self._repo = self._open_repo()
-        self._session = self._repo.create()
+        self._session = self._repo.create(**self._backend.create_options(self._repo))
         self._main = self._session.lane("main")
 
     def append(self, index: int) -> None:
