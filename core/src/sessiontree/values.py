@@ -10,6 +10,7 @@ __all__ = [
     "branch_tip_inventory_prefix",
     "check_address_parts",
     "entry_label",
+    "is_address",
     "lane_config",
     "lane_state",
     "list_",
@@ -29,6 +30,18 @@ __all__ = [
     "session_name",
     "value",
 ]
+
+
+def is_address(namespace: object, key: object) -> bool:
+    """True when ``(namespace, key)`` is an address :func:`check_address_parts` accepts; a fast check
+    for hot paths (``str`` subclasses answer False: callers fall back to the check that names the error)."""
+    return (
+        type(namespace) is str
+        and type(key) is str
+        and namespace != ""
+        and "\x00" not in namespace
+        and "\x00" not in key
+    )
 
 
 def check_address_parts(namespace: object, key: object) -> None:

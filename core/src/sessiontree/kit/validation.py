@@ -49,7 +49,7 @@ from ..jsjson import template_string as js_string
 from ..model import ABSENT, ENTRY_CLASSES, Address, Entry, StoredValue, UnknownEntry, UsageRow
 from ..storable import check_new_writes, proves_new_entry_and_value
 from ..usage import summable_usage
-from ..values import check_address_parts
+from ..values import check_address_parts, is_address
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from .idempotency import original_commit
 from .stamping import constructor, replacer, slot_layout, stamp_entries, stamp_entry, with_seq
@@ -203,7 +203,7 @@ def _prepare_branch_append(
         or reader.has_usage(entry_id)
         or (parent is not None and not has_entry(parent))
         or not first + 1 <= MAX_SAFE_INTEGER
-        or not _is_address(value_set.namespace, value_set.key)
+        or not is_address(value_set.namespace, value_set.key)
     ):
         return None
     write: EntryWrite = _new(EntryWrite)
@@ -307,15 +307,6 @@ def _is_stored_entry(has_entry: Any, entry_id: object) -> bool:
     return type(entry_id) is str and bool(has_entry(entry_id))
 
 
-def _is_address(namespace: object, key: object) -> bool:
-    return (
-        type(namespace) is str
-        and type(key) is str
-        and namespace != ""
-        and "\x00" not in namespace
-        and "\x00" not in key
-    )
-
 
 def _is_summable(usage: object) -> bool:
     try:
@@ -343,7 +334,7 @@ def proves_entry_then_value(reader: CommitReader, writes: Sequence[Write]) -> bo
     has_entry = reader.has_entry
     if has_entry(entry_id) or reader.has_usage(entry_id) or (parent is not None and not has_entry(parent)):
         return False
-    return _is_address(value_set.namespace, value_set.key)
+    return is_address(value_set.namespace, value_set.key)
 
 
 def proves_entry_inserts(reader: CommitReader, writes: Sequence[Write]) -> bool:

@@ -19,7 +19,7 @@ parser may still read it), an integer beyond 2**53, another line shape, a failed
 from __future__ import annotations
 
 import operator
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, islice, repeat, starmap
 from typing import Any, cast
 
 import orjson
@@ -29,6 +29,7 @@ from sessiontree.engine import OnDemandEntry, SessionState
 from sessiontree.errors import StorageError
 from sessiontree.kit.validation import proves_entry_chain
 from sessiontree.model import Entry
+from sessiontree.values import is_address
 from sessiontree.writes import ValueSet
 
 from .bulk_read import entries_of_layout, record_layout
@@ -199,7 +200,7 @@ def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: lis
     if set(map(operator.itemgetter("op"), writes)) != {"set"}:
         return False
     addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes)))
-    if not all(map(_is_address, set(addresses))):
+    if not all(starmap(is_address, set(addresses))):
         return False
     entries = _entries(records)
     if entries is None:
@@ -272,14 +273,4 @@ def _entries(records: list[dict[str, Any]]) -> list[Entry] | None:
             entries[position] = entry
     return entries
 
-
-def _is_address(address: tuple[object, object]) -> bool:
-    namespace, key = address
-    return (
-        type(namespace) is str
-        and type(key) is str
-        and namespace != ""
-        and "\x00" not in namespace
-        and "\x00" not in key
-    )
 
