@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+from collections.abc import Iterator
 from typing import Literal
 from urllib.parse import quote
 
 from sessiontree.errors import StorageIOError
 
-__all__ = ["BUSY_TIMEOUT_MS", "Durability", "check_durability", "connect", "file_uri", "use_wal"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "Durability",
+    "check_durability",
+    "connect",
+    "file_uri",
+    "rollback",
+    "use_wal",
+    "write_transaction",
+]
 
 Durability = Literal["process", "fsync"]
 
@@ -75,3 +86,29 @@ def use_wal(connection: sqlite3.Connection, path: str) -> None:
     mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if mode != "wal":
         raise StorageIOError(f"SQLite database {path} stays in journal mode {mode!r}, expected 'wal'")
+
+
+def rollback(connection: sqlite3.Connection) -> None:
+    """Roll the open transaction back, if SQLite has not already."""
+    try:
+        connection.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # SQLite already rolled back (a failed COMMIT, a busy abort)
+
+
+@contextlib.contextmanager
+def write_transaction(connection: sqlite3.Connection, failure: str | None = None) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` on an autocommit connection; anything raised rolls back. With
+    ``failure``, an :class:`sqlite3.Error` is raised as :class:`StorageIOError` ``"{failure}: {error}"``."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        connection.execute("COMMIT")
+    except sqlite3.Error as error:
+        rollback(connection)
+        if failure is None:
+            raise
+        raise StorageIOError(f"{failure}: {error}") from error
+    except BaseException:
+        rollback(connection)
+        raise

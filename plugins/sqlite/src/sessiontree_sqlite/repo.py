@@ -36,11 +36,11 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect, file_uri, use_wal
+from .database import Durability, connect, file_uri, rollback, use_wal, write_transaction
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
 from .schema import migrate, migrate_in_transaction
-from .storage import SqliteStorage, rollback
+from .storage import SqliteStorage
 
 __all__ = ["Layout", "SqliteSessionRepo"]
 
@@ -168,19 +168,9 @@ class SqliteSessionRepo:
             notify_admitted()
             path = self.path_for(session_id)
             with self._new_database(path, session_id) as connection:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
+                with write_transaction(connection, f"Failed to create session {session_id} in {path}"):
                     migrate_in_transaction(connection, path)
                     self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
-                    connection.execute("COMMIT")
-                except sqlite3.Error as error:
-                    rollback(connection)
-                    raise StorageIOError(
-                        f"Failed to create session {session_id} in {path}: {error}"
-                    ) from error
-                except BaseException:
-                    rollback(connection)
-                    raise
                 use_wal(connection, path)
                 metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
                 return self._publish(metadata, connection)
@@ -316,18 +306,13 @@ class SqliteSessionRepo:
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
             connection = self._writable(path)
             try:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
+                with write_transaction(connection):
                     if _read_metadata(connection, session_id, path) is None:
                         raise SessionNotFoundError(f"Unknown session: {session_id}")
                     if self.layout == "shared":
                         for table in _SESSION_TABLES:
                             connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                         connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-                    connection.execute("COMMIT")
-                except BaseException:
-                    rollback(connection)
-                    raise
             finally:
                 connection.close()
             if self.layout == "directory":

@@ -23,6 +23,8 @@ import attrs
 
 from sessiontree.errors import StorageFormatError
 
+from .database import write_transaction
+
 __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
@@ -112,18 +114,13 @@ def migrate(connection: sqlite3.Connection, path: str) -> list[str]:
     version = schema_version(connection)
     check_version(version, path)
     while version < LATEST_VERSION:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(connection):
             version = schema_version(connection)  # another process may have migrated meanwhile
             check_version(version, path)
             if version < LATEST_VERSION:
                 applied.append(_apply(connection, version))
                 version += 1
                 connection.execute(f"PRAGMA user_version = {version}")
-            connection.execute("COMMIT")
-        except BaseException:
-            _rollback(connection)
-            raise
     return applied
 
 
@@ -139,10 +136,3 @@ def migrate_in_transaction(connection: sqlite3.Connection, path: str) -> list[st
     if applied:
         connection.execute(f"PRAGMA user_version = {version}")
     return applied
-
-
-def _rollback(connection: sqlite3.Connection) -> None:
-    try:
-        connection.execute("ROLLBACK")
-    except sqlite3.Error:
-        pass  # already rolled back by SQLite (a failed COMMIT or a busy abort)

@@ -41,6 +41,7 @@ from sessiontree.usage import add_usage, summable_usage
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 from .branch_index import append_entry, scan_rows, start_chain
+from .database import rollback
 from .sql import add_filter
 from .codec import (
     ENTRY_COLUMNS,
@@ -227,13 +228,6 @@ def write_prepared(connection: sqlite3.Connection, reader: SqlReader, prepared: 
     return SessionStats(
         message_count=messages, usage=decode_usage_payload(reader.usage_payload) if usage is None else usage
     )
-
-
-def rollback(connection: sqlite3.Connection) -> None:
-    try:
-        connection.execute("ROLLBACK")
-    except sqlite3.Error:
-        pass  # SQLite already rolled back (a failed COMMIT, a busy abort)
 
 
 class SqliteStorage:
