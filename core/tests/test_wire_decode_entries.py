@@ -42,7 +42,9 @@ _types = st.one_of(
 @st.composite
 def _objects(draw: st.DrawFn) -> list[dict[str, Any]]:
     # A few layouts, each used by several objects with different values, so plans are shared.
-    layouts = draw(st.lists(st.permutations(_KEYS).map(lambda keys: keys[: draw(st.integers(0, len(_KEYS)))]), min_size=1, max_size=3))
+    layouts = [
+        draw(st.permutations(_KEYS))[: draw(st.integers(0, len(_KEYS)))] for _ in range(draw(st.integers(1, 3)))
+    ]
     objects = []
     for _ in range(draw(st.integers(1, 8))):
         keys = draw(st.sampled_from(layouts))

@@ -10,7 +10,10 @@ import pytest
 from sessiontree.errors import StorageFormatError
 from sessiontree_sqlite.codec import decode_entry_row, decode_entry_rows
 
-_USAGE = '{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}'
+_USAGE = (
+    '{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,'
+    '"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}'
+)
 _ROWS = [
     ("a", None, 1, "message", None, 10, '{"message":{"role":"user","content":"hi"}}'),
     ("b", "a", 2, "message", None, 11, '{"message":{"role":"assistant"},"zz":1}'),

@@ -82,7 +82,8 @@ class _Plan:
         attrs_of = _ENTRY_ATTRS[cls]
         # Same outcome as decode_entry: known keys to attributes, others (but skip) to extras, the
         # known class's ``type`` dropped (its default holds the string), ABSENT for a missing id/parent/type.
-        members = [(key, attrs_of[key]) for key in keys if key in attrs_of and not (key == "type" and cls is not UnknownEntry)]
+        dropped = "type" if cls is not UnknownEntry else None
+        members = [(key, attrs_of[key]) for key in keys if key in attrs_of and key != dropped]
         names = tuple(attr for _, attr in members)
         self.cls = cls
         self.names = names
