@@ -10,16 +10,18 @@ the entry, as its JSONL backend does), so nothing an entry carries is lost.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from sessiontree import jsjson
 from sessiontree.errors import StorageFormatError
 from sessiontree.model import ABSENT, Entry, EntryStructure, Usage, UsageRow
 from sessiontree.wire import entry_to_wire, usage_from_wire, usage_row_from_wire, usage_to_wire
-from sessiontree.wire.entries import decode_entry
+from sessiontree.wire.entries import decode_entries, decode_entry
 
 __all__ = [
     "decode_entry_row",
+    "decode_entry_rows",
     "decode_structure_row",
     "decode_usage_row",
     "encode_entry_row",
@@ -59,6 +61,16 @@ ENTRY_COLUMNS = "id, parent_id, seq, type, custom_type, timestamp, payload"
 
 def decode_entry_row(row: tuple[Any, ...]) -> Entry:
     """An entry from ``(id, parent_id, seq, type, custom_type, timestamp, payload)``."""
+    return decode_entry(_entry_object(row), skip=None, keep_seq=True)
+
+
+def decode_entry_rows(rows: Iterable[tuple[Any, ...]]) -> list[Entry]:
+    """:func:`decode_entry_row` of each row, rows sharing a key layout built from one plan."""
+    return decode_entries(map(_entry_object, rows))
+
+
+def _entry_object(row: tuple[Any, ...]) -> dict[str, Any]:
+    """The entry's wire object: columns first, payload members, then ``seq`` and ``timestamp``."""
     entry_id, parent_id, seq, entry_type, custom_type, timestamp, payload = row
     obj: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": entry_type}
     if custom_type is not None:
@@ -74,7 +86,7 @@ def decode_entry_row(row: tuple[Any, ...]) -> Entry:
     obj.update(members)
     obj["seq"] = seq
     obj["timestamp"] = timestamp
-    return decode_entry(obj, skip=None, keep_seq=True)
+    return obj
 
 
 STRUCTURE_COLUMNS = "id, parent_id, seq, timestamp, type, custom_type"

@@ -48,6 +48,7 @@ from .codec import (
     STRUCTURE_COLUMNS,
     USAGE_COLUMNS,
     decode_entry_row,
+    decode_entry_rows,
     decode_structure_row,
     decode_usage_payload,
     decode_usage_row,
@@ -381,6 +382,19 @@ class SqliteStorage:
         self._remember(entry)
         return entry
 
+    def _entries_of(self, rows: list[tuple[Any, ...]]) -> list[Entry]:
+        """:meth:`_entry` of each row, the rows not cached decoded together."""
+        cache = self._entries
+        found: list[Entry | None] = [cache.get(row[0]) for row in rows]
+        missing = [i for i, entry in enumerate(found) if entry is None or entry.seq != rows[i][2]]
+        if missing:
+            for i, entry in zip(missing, decode_entry_rows([rows[i] for i in missing])):
+                found[i] = entry
+            # Remembering more than the cache holds would only evict what this loop added.
+            for i in missing[-ENTRY_CACHE_SIZE:]:
+                self._remember(found[i])  # type: ignore[arg-type]
+        return found  # type: ignore[return-value]
+
     def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
         self._queue.check_open()
         with self._lock:
@@ -462,7 +476,7 @@ class SqliteStorage:
             )
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
-        return [self._entry(row) for row in self._scan(query, _SCAN_ENTRY_COLUMNS)]
+        return self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         return [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
@@ -478,7 +492,7 @@ class SqliteStorage:
         add_filter(sql, args, " AND type = ?", query.type)
         add_filter(sql, args, " AND custom_type = ?", query.custom_type)
         _order_limit(sql, args, query.order, limit)
-        return [self._entry(row) for row in self._rows("".join(sql), args)]
+        return self._entries_of(self._rows("".join(sql), args))
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         query = query or UsageScan()
