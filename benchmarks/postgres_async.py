@@ -7,7 +7,9 @@ warm-up; appends/s and p50/p99 latency of single appends, median over ``--reps``
 - ``facade-shared``: one ``sessiontree.aio`` repository, every task's session opened through it;
 - ``facade-own``: one ``sessiontree.aio`` repository per task;
 - ``psycopg-async``: an ``AsyncConnectionPool`` sending, per append, the two statements the plugin sends
-  (the tip read ``value_at`` and the one-statement commit ``write_commit``, the plugin's own text).
+  (the tip read ``value_at`` and the one-statement commit ``write_commit``, the plugin's own text);
+- ``psycopg-threads``: the same two statements on a sync ``ConnectionPool``, each append in
+  ``asyncio.to_thread``: the transport A/B (async connection vs threads) without the library's own work.
 
 Every variant's pool has ``--tasks`` connections (the facade's via ``max_connections``). The server is
 ``SESSIONTREE_BENCH_POSTGRES_URL`` (default: the local one); each run uses a scratch schema it drops.
@@ -75,42 +77,68 @@ async def _facade(url: str, tasks: int, appends: int, own: bool) -> dict[str, fl
     return result
 
 
-def _direct_appender(pool: Any, q: Any, sid: str, state: dict[str, int]) -> Any:
-    """An append as the plugin's fast path sends it: read the tip, then one ``write_commit``."""
-    key = {"tenant": "", "user": "", "sid": sid}
+def _commit_params(sid: str, state: dict[str, int], tip_seq: int, tip_raw: str) -> dict[str, Any]:
+    """``write_commit``'s parameters for one message appended on the tip, as the plugin builds them."""
+    parent = json.loads(tip_raw)
+    seq, now, entry_id = state["next_seq"], int(time.time() * 1000), str(uuid.uuid4())
+    raw = json.dumps(
+        {"id": entry_id, "parentId": parent, "type": "message", "message": _MESSAGE, "seq": seq, "timestamp": now},
+        separators=(",", ":"),
+    )
+    rows = {
+        "e": [[seq, entry_id.encode().hex(), parent.encode().hex(), b"message".hex(), None, now, raw]],
+        "u": [], "l": [],
+        "v": [[_TIP[0].hex(), _TIP[1].hex(), False, seq + 1, json.dumps(entry_id)]],
+        "a": [entry_id.encode().hex()], "p": [parent.encode().hex()], "q": [],
+        "w": [[_TIP[0].hex(), _TIP[1].hex(), tip_seq]],
+    }  # fmt: skip
+    return {
+        "tenant": "", "user": "", "sid": sid, "rows": json.dumps(rows), "expect_seq": seq, "first_seq": seq,
+        "next_seq": seq + 2, "id_count": 1, "last_timestamp": now, "message_count": state["messages"] + 1,
+        "usage_total": None,
+    }  # fmt: skip
+
+
+def _landed(sid: str, state: dict[str, int], written: int) -> None:
+    if written != 1:
+        raise RuntimeError(f"write_commit for session {sid!r} at seq {state['next_seq']} wrote nothing")
+    state["next_seq"], state["messages"] = state["next_seq"] + 2, state["messages"] + 1
+
+
+def _tip_params(sid: str) -> dict[str, Any]:
+    return {"tenant": "", "user": "", "sid": sid, "namespace": _TIP[0], "slot": _TIP[1]}
+
+
+def _async_appender(pool: Any, q: Any, sid: str, state: dict[str, int]) -> Any:
+    """An append as the plugin's fast path sends it (the tip read, then one ``write_commit``), async."""
 
     async def append() -> None:
         async with pool.connection() as conn:
-            cur = await conn.execute(q["value_at"], {**key, "namespace": _TIP[0], "slot": _TIP[1]}, prepare=True)
+            cur = await conn.execute(q["value_at"], _tip_params(sid), prepare=True)
             (_ns, _slot, _absent, tip_seq, tip_raw) = await cur.fetchone()
-            parent = json.loads(tip_raw)
-            seq, now, entry_id = state["next_seq"], int(time.time() * 1000), str(uuid.uuid4())
-            raw = json.dumps(
-                {"id": entry_id, "parentId": parent, "type": "message", "message": _MESSAGE, "seq": seq, "timestamp": now},
-                separators=(",", ":"),
-            )
-            rows = {
-                "e": [[seq, entry_id.encode().hex(), parent.encode().hex(), b"message".hex(), None, now, raw]],
-                "u": [], "l": [],
-                "v": [[_TIP[0].hex(), _TIP[1].hex(), False, seq + 1, json.dumps(entry_id)]],
-                "a": [entry_id.encode().hex()], "p": [parent.encode().hex()], "q": [],
-                "w": [[_TIP[0].hex(), _TIP[1].hex(), tip_seq]],
-            }  # fmt: skip
-            params = {
-                **key, "rows": json.dumps(rows), "expect_seq": seq, "first_seq": seq, "next_seq": seq + 2,
-                "id_count": 1, "last_timestamp": now, "message_count": state["messages"] + 1, "usage_total": None,
-            }  # fmt: skip
-            cur = await conn.execute(q["write_commit"], params, prepare=True)
-            (written,) = await cur.fetchone()
-            if written != 1:
-                raise RuntimeError(f"write_commit for session {sid!r} at seq {seq} wrote nothing")
-            state["next_seq"], state["messages"] = seq + 2, state["messages"] + 1
+            cur = await conn.execute(q["write_commit"], _commit_params(sid, state, tip_seq, tip_raw), prepare=True)
+            _landed(sid, state, (await cur.fetchone())[0])
 
     return append
 
 
-async def _psycopg_async(url: str, tasks: int, appends: int) -> dict[str, float]:
-    from psycopg_pool import AsyncConnectionPool
+def _thread_appender(pool: Any, q: Any, sid: str, state: dict[str, int]) -> Any:
+    """The same two statements on a sync pool, each append on a worker thread (as the facade runs them)."""
+
+    def append_sync() -> None:
+        with pool.connection() as conn:
+            (_ns, _slot, _absent, tip_seq, tip_raw) = conn.execute(q["value_at"], _tip_params(sid), prepare=True).fetchone()
+            row = conn.execute(q["write_commit"], _commit_params(sid, state, tip_seq, tip_raw), prepare=True).fetchone()
+            _landed(sid, state, row[0])
+
+    async def append() -> None:
+        await asyncio.to_thread(append_sync)
+
+    return append
+
+
+async def _direct(url: str, tasks: int, appends: int, threads: bool) -> dict[str, float]:
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
     from sessiontree_postgres.queries import render
 
     schema = parse_qs(urlsplit(url).query)["schema"][0]
@@ -124,13 +152,21 @@ async def _psycopg_async(url: str, tasks: int, appends: int) -> dict[str, float]
             for _ in range(_WARM_UP):
                 branch.append_message(_MESSAGE)
             session.close()
-    async with AsyncConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as pool:
-        async with pool.connection() as conn:
-            for n in range(tasks):
-                cur = await conn.execute(q["read_session"], {"tenant": "", "user": "", "sid": f"direct-{n}"})
-                next_seq, _ts, messages, _usage = await cur.fetchone()
-                states.append({"next_seq": next_seq, "messages": messages})
-        appenders = [_direct_appender(pool, q, f"direct-{n}", states[n]) for n in range(tasks)]
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for n in range(tasks):
+            row = conn.execute(q["read_session"], {"tenant": "", "user": "", "sid": f"direct-{n}"}).fetchone()
+            states.append({"next_seq": row[0], "messages": row[2]})
+    sids = [f"direct-{n}" for n in range(tasks)]
+    if threads:
+        with ConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as pool:
+            appenders = [_thread_appender(pool, q, sid, state) for sid, state in zip(sids, states)]
+            for append in appenders:
+                await append()
+            return await _drive(appenders, appends)
+    async with AsyncConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as apool:
+        appenders = [_async_appender(apool, q, sid, state) for sid, state in zip(sids, states)]
         for append in appenders:
             await append()
         return await _drive(appenders, appends)
@@ -140,12 +176,12 @@ def run(variant: str, tasks: int, appends: int) -> dict[str, float]:
     """One run of ``variant`` in a fresh scratch schema."""
     with tempfile.TemporaryDirectory(prefix="sessiontree-pg-async-") as directory:
         url = server_url("postgres", Path(directory)) + f"&max_connections={tasks}"
-        if variant == "psycopg-async":
-            return asyncio.run(_psycopg_async(url, tasks, appends))
+        if variant.startswith("psycopg-"):
+            return asyncio.run(_direct(url, tasks, appends, threads=variant == "psycopg-threads"))
         return asyncio.run(_facade(url, tasks, appends, own=variant == "facade-own"))
 
 
-VARIANTS = ("facade-shared", "facade-own", "psycopg-async")
+VARIANTS = ("facade-shared", "facade-own", "psycopg-threads", "psycopg-async")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     for variant, results in runs.items():
         median = {key: statistics.median(r[key] for r in results) for key in results[0]}
         print(
-            f"{variant:14} {arguments.tasks} tasks x {arguments.appends}: {median['appends_per_s']:.0f} appends/s, "
+            f"{variant:15} {arguments.tasks} tasks x {arguments.appends}: {median['appends_per_s']:.0f} appends/s, "
             f"p50 {median['p50_ms']:.2f} ms, p99 {median['p99_ms']:.2f} ms (median of {len(results)}; runs: "
             + ", ".join(f"{r['appends_per_s']:.0f}/s p99 {r['p99_ms']:.1f}" for r in results)
             + ")"
