@@ -164,12 +164,26 @@ async def _direct(url: str, tasks: int, appends: int, threads: bool) -> dict[str
             appenders = [_thread_appender(pool, q, sid, state) for sid, state in zip(sids, states)]
             for append in appenders:
                 await append()
-            return await _drive(appenders, appends)
-    async with AsyncConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as apool:
-        appenders = [_async_appender(apool, q, sid, state) for sid, state in zip(sids, states)]
-        for append in appenders:
-            await append()
-        return await _drive(appenders, appends)
+            result = await _drive(appenders, appends)
+    else:
+        async with AsyncConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as apool:
+            appenders = [_async_appender(apool, q, sid, state) for sid, state in zip(sids, states)]
+            for append in appenders:
+                await append()
+            result = await _drive(appenders, appends)
+    _check_written(url, sids, _WARM_UP + 1 + appends)
+    return result
+
+
+def _check_written(url: str, sids: list[str], messages: int) -> None:
+    """The library reads back what the raw statements wrote: each branch's context has every message."""
+    with open_repo(url) as repo:
+        for sid in sids:
+            session = repo.open(sid)
+            got = len(session.context("main"))
+            session.close()
+            if got != messages:
+                raise RuntimeError(f"session {sid!r}: context has {got} messages, {messages} were appended")
 
 
 def run(variant: str, tasks: int, appends: int) -> dict[str, float]:
