@@ -133,6 +133,9 @@ def _load(conn: psycopg.Connection, q: Any, sid: str, entries: int) -> None:
         )  # fmt: skip
     conn.execute(q["update_session"], {**key, "next_seq": len(rows) + 1, "last_timestamp": 0, "message_count": 0, "usage_total": None})
     conn.execute(f"ANALYZE {q['_schema']}.entries")
+    if conn.execute("SELECT to_regclass(%s)", (f"{q['_schema']}.segments",)).fetchone()[0] is not None:
+        # Unanalyzed, the planner takes the segments table for one row and hashes all of it per path.
+        conn.execute(f"ANALYZE {q['_schema']}.segments")
 
 
 def _timed(conn: psycopg.Connection, query: str, params: dict[str, Any]) -> tuple[float, list[Any]]:
