@@ -44,7 +44,8 @@ CREATE TABLE {s}.segments (
     tenant text NOT NULL, owner_user text NOT NULL, session_id text NOT NULL,
     seg bigint NOT NULL, parent_seg bigint, parent_depth bigint, tail_seq bigint NOT NULL,
     PRIMARY KEY (tenant, owner_user, session_id, seg),
-    FOREIGN KEY (tenant, owner_user, session_id) REFERENCES {s}.sessions (tenant, owner_user, id) ON DELETE CASCADE
+    FOREIGN KEY (tenant, owner_user, session_id)
+        REFERENCES {s}.sessions (tenant, owner_user, id) ON DELETE CASCADE
 );
 ALTER TABLE {s}.entries ADD COLUMN seg bigint, ADD COLUMN depth bigint;
 CREATE INDEX entries_by_segment ON {s}.entries (tenant, owner_user, session_id, seg, depth)
@@ -59,7 +60,8 @@ BEGIN
     IF NOT FOUND THEN
         NEW.depth := 0;
         NEW.seg := NEW.seq;
-        INSERT INTO {s}.segments VALUES (NEW.tenant, NEW.owner_user, NEW.session_id, NEW.seq, NULL, NULL, NEW.seq);
+        INSERT INTO {s}.segments
+            VALUES (NEW.tenant, NEW.owner_user, NEW.session_id, NEW.seq, NULL, NULL, NEW.seq);
         RETURN NEW;
     END IF;
     NEW.depth := p.depth + 1;
@@ -69,7 +71,8 @@ BEGIN
         NEW.seg := p.seg;
     ELSE
         NEW.seg := NEW.seq;
-        INSERT INTO {s}.segments VALUES (NEW.tenant, NEW.owner_user, NEW.session_id, NEW.seq, p.seg, p.depth, NEW.seq);
+        INSERT INTO {s}.segments
+            VALUES (NEW.tenant, NEW.owner_user, NEW.session_id, NEW.seq, p.seg, p.depth, NEW.seq);
     END IF;
     RETURN NEW;
 END $$;
@@ -81,7 +84,8 @@ _CHAIN = (
     f" SELECT seg, depth AS upto FROM {{s}}.entries WHERE {_KEY} AND id = %(start)s"
     " UNION ALL"
     " SELECT g.parent_seg, g.parent_depth FROM chain c JOIN {s}.segments g ON g.tenant = %(tenant)s"
-    " AND g.owner_user = %(user)s AND g.session_id = %(sid)s AND g.seg = c.seg WHERE g.parent_seg IS NOT NULL)"
+    " AND g.owner_user = %(user)s AND g.session_id = %(sid)s AND g.seg = c.seg"
+    " WHERE g.parent_seg IS NOT NULL)"
 )
 _PATH_ROWS = (
     " SELECT e.seq, e.id, e.parent_id, e.type, e.custom_type, e.timestamp FROM chain c JOIN {s}.entries e"
@@ -89,8 +93,8 @@ _PATH_ROWS = (
 )
 INDEXED_WHOLE_PATH = _CHAIN + _PATH_ROWS + " ORDER BY e.depth DESC"
 INDEXED_TO_COMPACTION = (
-    _CHAIN
-    + ", stop AS (SELECT max(x.depth) AS depth FROM chain c CROSS JOIN LATERAL (SELECT e.depth FROM {s}.entries e"
+    _CHAIN + ", stop AS (SELECT max(x.depth) AS depth FROM chain c"
+    " CROSS JOIN LATERAL (SELECT e.depth FROM {s}.entries e"
     f" WHERE {_E_KEY} AND e.seg = c.seg AND e.depth <= c.upto AND e.type = '\\x636f6d70616374696f6e'::bytea"
     " ORDER BY e.depth DESC LIMIT 1) x)"
     + _PATH_ROWS
@@ -127,11 +131,15 @@ def _load(conn: psycopg.Connection, q: Any, sid: str, entries: int) -> None:
         batch = rows[first : first + 1000]
         conn.execute(
             q["insert_entries"],
-            {**key, "seqs": [r[0] for r in batch], "ids": [r[1] for r in batch], "parents": [r[2] for r in batch],
-             "types": [r[3] for r in batch], "custom_types": [None] * len(batch), "timestamps": [r[0] for r in batch],
-             "raws": ['{"id":"%s"}' % r[1].decode() for r in batch]},
+            {**key, "seqs": [r[0] for r in batch], "ids": [r[1] for r in batch],
+             "parents": [r[2] for r in batch], "types": [r[3] for r in batch],
+             "custom_types": [None] * len(batch), "timestamps": [r[0] for r in batch],
+             "raws": [f'{{"id":"{r[1].decode()}"}}' for r in batch]},
         )  # fmt: skip
-    conn.execute(q["update_session"], {**key, "next_seq": len(rows) + 1, "last_timestamp": 0, "message_count": 0, "usage_total": None})
+    conn.execute(
+        q["update_session"],
+        {**key, "next_seq": len(rows) + 1, "last_timestamp": 0, "message_count": 0, "usage_total": None},
+    )
     conn.execute(f"ANALYZE {q['_schema']}.entries")
     if conn.execute("SELECT to_regclass(%s)", (f"{q['_schema']}.segments",)).fetchone()[0] is not None:
         # Unanalyzed, the planner takes the segments table for one row and hashes all of it per path.
@@ -151,13 +159,18 @@ def _append_ms(conn: psycopg.Connection, q: Any, sid: str, state: dict[str, Any]
     for _ in range(count):
         state["seq"] += 1
         entry_id = f"a{uuid.uuid4().hex}".encode()
-        params = {**key, "seqs": [state["seq"]], "ids": [entry_id], "parents": [state["tip"]], "types": [b"message"],
+        params = {**key, "seqs": [state["seq"]], "ids": [entry_id], "parents": [state["tip"]],
+                  "types": [b"message"],
                   "custom_types": [None], "timestamps": [state["seq"]], "raws": ["{}"]}  # fmt: skip
         before = time.perf_counter()
         conn.execute(q["insert_entries"], params, prepare=True)
         times.append((time.perf_counter() - before) * 1000)
         state["tip"] = entry_id
     return statistics.median(times)
+
+
+def _runs(times: list[float], digits: int = 2) -> str:
+    return ", ".join(f"{t:.{digits}f}" for t in times)
 
 
 def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
@@ -184,7 +197,9 @@ def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
                 for variant, q in qs.items():
                     before = time.perf_counter()
                     _load(conn, q, sid, size)
-                    lines.append(f"load {size} main entries ({variant}): {time.perf_counter() - before:.1f} s")
+                    lines.append(
+                        f"load {size} main entries ({variant}): {time.perf_counter() - before:.1f} s"
+                    )
                 tip = f"m{size - 1}".encode()
                 base = {"tenant": "", "user": "", "sid": sid, "start": tip, "stop_id": None, "limit": None}
                 queries = {
@@ -203,9 +218,9 @@ def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
                         raise AssertionError(f"{label} at {size}: the index's path differs from the CTE's")
                     cte, idx = (statistics.median(results[v][1:]) for v in ("cte", "index"))
                     lines.append(
-                        f"{label:14} {size:>6} ({len(answers['cte'])} rows): cte {cte:.2f} ms, index {idx:.2f} ms "
-                        f"(cte/index {cte / idx:.2f}x; cte runs {', '.join(f'{t:.2f}' for t in results['cte'][1:])}; "
-                        f"index runs {', '.join(f'{t:.2f}' for t in results['index'][1:])})"
+                        f"{label:14} {size:>6} ({len(answers['cte'])} rows): cte {cte:.2f} ms, "
+                        f"index {idx:.2f} ms (cte/index {cte / idx:.2f}x; "
+                        f"cte runs {_runs(results['cte'][1:])}; index runs {_runs(results['index'][1:])})"
                     )
                 states = {v: {"seq": 10**9, "tip": tip} for v in qs}
                 appended: dict[str, list[float]] = {v: [] for v in qs}
@@ -214,13 +229,14 @@ def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
                         appended[variant].append(_append_ms(conn, q, sid, states[variant], appends))
                 cte, idx = (statistics.median(appended[v]) for v in ("cte", "index"))
                 lines.append(
-                    f"{'append':14} {size:>6}: plain {cte:.3f} ms, with index {idx:.3f} ms (+{(idx - cte) * 1000:.0f} µs, "
-                    f"{idx / cte:.2f}x; medians of {appends} appends, runs plain "
-                    f"{', '.join(f'{t:.3f}' for t in appended['cte'])}; index {', '.join(f'{t:.3f}' for t in appended['index'])})"
+                    f"{'append':14} {size:>6}: plain {cte:.3f} ms, with index {idx:.3f} ms "
+                    f"(+{(idx - cte) * 1000:.0f} µs, {idx / cte:.2f}x; medians of {appends} appends, "
+                    f"runs plain {_runs(appended['cte'], 3)}; index {_runs(appended['index'], 3)})"
                 )
             for variant, name in schemas.items():
                 (size,) = conn.execute(
-                    "SELECT pg_total_relation_size(%s::regclass) + coalesce(pg_total_relation_size(to_regclass(%s)), 0)",
+                    "SELECT pg_total_relation_size(%s::regclass)"
+                    " + coalesce(pg_total_relation_size(to_regclass(%s)), 0)",
                     (f'"{name}".entries', f'"{name}".segments'),
                 ).fetchone()
                 lines.append(f"entries (+ segments) on disk, {variant}: {size / 2**20:.1f} MiB")
@@ -231,7 +247,9 @@ def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.postgres_ancestry", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.postgres_ancestry", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--appends", type=int, default=200)

@@ -82,7 +82,14 @@ def _commit_params(sid: str, state: dict[str, int], tip_seq: int, tip_raw: str) 
     parent = json.loads(tip_raw)
     seq, now, entry_id = state["next_seq"], int(time.time() * 1000), str(uuid.uuid4())
     raw = json.dumps(
-        {"id": entry_id, "parentId": parent, "type": "message", "message": _MESSAGE, "seq": seq, "timestamp": now},
+        {
+            "id": entry_id,
+            "parentId": parent,
+            "type": "message",
+            "message": _MESSAGE,
+            "seq": seq,
+            "timestamp": now,
+        },
         separators=(",", ":"),
     )
     rows = {
@@ -116,7 +123,9 @@ def _async_appender(pool: Any, q: Any, sid: str, state: dict[str, int]) -> Any:
         async with pool.connection() as conn:
             cur = await conn.execute(q["value_at"], _tip_params(sid), prepare=True)
             (_ns, _slot, _absent, tip_seq, tip_raw) = await cur.fetchone()
-            cur = await conn.execute(q["write_commit"], _commit_params(sid, state, tip_seq, tip_raw), prepare=True)
+            cur = await conn.execute(
+                q["write_commit"], _commit_params(sid, state, tip_seq, tip_raw), prepare=True
+            )
             _landed(sid, state, (await cur.fetchone())[0])
 
     return append
@@ -127,8 +136,12 @@ def _thread_appender(pool: Any, q: Any, sid: str, state: dict[str, int]) -> Any:
 
     def append_sync() -> None:
         with pool.connection() as conn:
-            (_ns, _slot, _absent, tip_seq, tip_raw) = conn.execute(q["value_at"], _tip_params(sid), prepare=True).fetchone()
-            row = conn.execute(q["write_commit"], _commit_params(sid, state, tip_seq, tip_raw), prepare=True).fetchone()
+            (_ns, _slot, _absent, tip_seq, tip_raw) = conn.execute(
+                q["value_at"], _tip_params(sid), prepare=True
+            ).fetchone()
+            row = conn.execute(
+                q["write_commit"], _commit_params(sid, state, tip_seq, tip_raw), prepare=True
+            ).fetchone()
             _landed(sid, state, row[0])
 
     async def append() -> None:
@@ -161,13 +174,19 @@ async def _direct(url: str, tasks: int, appends: int, threads: bool) -> dict[str
     sids = [f"direct-{n}" for n in range(tasks)]
     if threads:
         with ConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as pool:
-            appenders = [_thread_appender(pool, q, sid, state) for sid, state in zip(sids, states)]
+            appenders = [
+                _thread_appender(pool, q, sid, state) for sid, state in zip(sids, states, strict=True)
+            ]
             for append in appenders:
                 await append()
             result = await _drive(appenders, appends)
     else:
-        async with AsyncConnectionPool(conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}) as apool:
-            appenders = [_async_appender(apool, q, sid, state) for sid, state in zip(sids, states)]
+        async with AsyncConnectionPool(
+            conninfo, min_size=tasks, max_size=tasks, kwargs={"autocommit": True}
+        ) as apool:
+            appenders = [
+                _async_appender(apool, q, sid, state) for sid, state in zip(sids, states, strict=True)
+            ]
             for append in appenders:
                 await append()
             result = await _drive(appenders, appends)
@@ -199,7 +218,9 @@ VARIANTS = ("facade-shared", "facade-own", "psycopg-threads", "psycopg-async")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.postgres_async", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.postgres_async", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3)
@@ -213,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     for variant, results in runs.items():
         median = {key: statistics.median(r[key] for r in results) for key in results[0]}
         print(
-            f"{variant:15} {arguments.tasks} tasks x {arguments.appends}: {median['appends_per_s']:.0f} appends/s, "
+            f"{variant:15} {arguments.tasks} tasks x {arguments.appends}: "
+            f"{median['appends_per_s']:.0f} appends/s, "
             f"p50 {median['p50_ms']:.2f} ms, p99 {median['p99_ms']:.2f} ms (median of {len(results)}; runs: "
             + ", ".join(f"{r['appends_per_s']:.0f}/s p99 {r['p99_ms']:.1f}" for r in results)
             + ")"

@@ -24,7 +24,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> str:
     try:
         psycopg.connect(url, connect_timeout=3).close()
     except psycopg.Error as error:
-        pytest.skip(f"no PostgreSQL server at {URL_ENV} ({type(error).__name__}); set {URL_ENV} to point at one")
+        pytest.skip(
+            f"no PostgreSQL server at {URL_ENV} ({type(error).__name__}); set {URL_ENV} to point at one"
+        )
     monkeypatch.setenv("SESSIONTREE_BENCH_POSTGRES_URL", url)
     return url
 
@@ -59,7 +61,10 @@ def test_the_ancestry_index_answers_the_ctes_paths_from_every_kind_of_tip(schema
     conn, qs = schemas
     index_schema = qs["index"]["_schema"]
     base = {"tenant": "", "user": "", "sid": "s", "start": tip.encode(), "stop_id": None, "limit": None}
-    for stop_type, indexed in ((None, postgres_ancestry.INDEXED_WHOLE_PATH), (b"compaction", postgres_ancestry.INDEXED_TO_COMPACTION)):
+    for stop_type, indexed in (
+        (None, postgres_ancestry.INDEXED_WHOLE_PATH),
+        (b"compaction", postgres_ancestry.INDEXED_TO_COMPACTION),
+    ):
         params = {**base, "stop_type": stop_type}
         expected = [bytes(r[1]) for r in conn.execute(qs["cte"]["branch_path"], params).fetchall()]
         got = [bytes(r[1]) for r in conn.execute(indexed.replace("{s}", index_schema), params).fetchall()]
@@ -70,7 +75,9 @@ def test_the_ancestry_index_answers_the_ctes_paths_from_every_kind_of_tip(schema
 def test_a_side_branch_starts_a_segment_and_the_main_line_stays_one(schemas: Any) -> None:
     conn, qs = schemas
     s = qs["index"]["_schema"]
-    main_segments = conn.execute(f"SELECT count(DISTINCT seg) FROM {s}.entries WHERE substring(id FROM 1 FOR 1) = 'm'::bytea").fetchone()
+    main_segments = conn.execute(
+        f"SELECT count(DISTINCT seg) FROM {s}.entries WHERE substring(id FROM 1 FOR 1) = 'm'::bytea"
+    ).fetchone()
     assert main_segments == (1,)
     (segments,) = conn.execute(f"SELECT count(*) FROM {s}.segments").fetchone()
     assert segments == 1 + 6  # the main line and one per side branch (300 / 50)
