@@ -39,7 +39,10 @@ def check_durability(durability: object) -> Durability:
 
 def file_uri(path: str, mode: Literal["rwc", "rw", "ro"]) -> str:
     """The ``file:`` URI of ``path`` opened in ``mode`` (for :func:`sqlite3.connect` and ``ATTACH``)."""
-    return f"file:{quote(os.path.abspath(path))}?mode={mode}"
+    # POSIX keeps a leading "//" (``sqlite:////abs/path``, SQLAlchemy's spelling of an absolute path),
+    # which a file: URI would read as a host name.
+    absolute = "/" + os.path.abspath(path).lstrip("/")
+    return f"file:{quote(absolute)}?mode={mode}"
 
 
 _URI_MODE: dict[str, Literal["rwc", "rw", "ro"]] = {"create": "rwc", "existing": "rw", "readonly": "ro"}
