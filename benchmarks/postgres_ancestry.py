@@ -173,6 +173,24 @@ def _runs(times: list[float], digits: int = 2) -> str:
     return ", ".join(f"{t:.{digits}f}" for t in times)
 
 
+def create_schemas(conn: psycopg.Connection, names: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The plugin's schema under ``names["cte"]`` and the prototype's (plugin schema + ancestry index) under
+    ``names["index"]``; per variant the plugin's queries plus ``_schema``, ``whole`` and ``walk``."""
+    qs = {}
+    for variant, name in names.items():
+        migrate(conn, name)
+        q = dict(render(f'"{name}"'))
+        q["_schema"] = f'"{name}"'
+        if variant == "index":
+            conn.execute(_PROTOTYPE_DDL.replace("{s}", q["_schema"]).encode())
+            q["whole"] = INDEXED_WHOLE_PATH.replace("{s}", q["_schema"])
+            q["walk"] = INDEXED_TO_COMPACTION.replace("{s}", q["_schema"])
+        else:
+            q["whole"] = q["walk"] = q["branch_path"]
+        qs[variant] = q
+    return qs
+
+
 def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
     """Load, check, time; returns the report's lines."""
     suffix = uuid.uuid4().hex[:8]
@@ -180,18 +198,7 @@ def measure(sizes: list[int], reps: int, appends: int) -> list[str]:
     lines = []
     with psycopg.connect(_server("postgres"), autocommit=True) as conn:
         try:
-            qs = {}
-            for variant, name in schemas.items():
-                migrate(conn, name)
-                q = dict(render(f'"{name}"'))
-                q["_schema"] = f'"{name}"'
-                if variant == "index":
-                    conn.execute(_PROTOTYPE_DDL.replace("{s}", q["_schema"]).encode())
-                    q["whole"] = INDEXED_WHOLE_PATH.replace("{s}", q["_schema"])
-                    q["walk"] = INDEXED_TO_COMPACTION.replace("{s}", q["_schema"])
-                else:
-                    q["whole"] = q["walk"] = q["branch_path"]
-                qs[variant] = q
+            qs = create_schemas(conn, schemas)
             for size in sizes:
                 sid = f"s{size}"
                 for variant, q in qs.items():

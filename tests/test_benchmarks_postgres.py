@@ -34,22 +34,13 @@ def server(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def schemas(server: str) -> Iterator[tuple[Any, dict[str, dict[str, str]]]]:
     """Two scratch schemas holding the same 300-entry session: the plugin's, and the prototype's."""
-    from sessiontree_postgres.queries import render
-    from sessiontree_postgres.schema import migrate
-
     suffix = uuid.uuid4().hex[:8]
     names = {"cte": f"test_anc_cte_{suffix}", "index": f"test_anc_idx_{suffix}"}
     with psycopg.connect(server, autocommit=True) as conn:
         try:
-            qs = {}
-            for variant, name in names.items():
-                migrate(conn, name)
-                q = dict(render(f'"{name}"'))
-                q["_schema"] = f'"{name}"'
-                if variant == "index":
-                    conn.execute(postgres_ancestry._PROTOTYPE_DDL.replace("{s}", q["_schema"]).encode())
+            qs = postgres_ancestry.create_schemas(conn, names)
+            for q in qs.values():
                 postgres_ancestry._load(conn, q, "s", 300)
-                qs[variant] = q
             yield conn, qs
         finally:
             for name in names.values():
