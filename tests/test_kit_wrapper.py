@@ -8,6 +8,12 @@ from typing import Any
 
 import attrs
 import pytest
+
+from docs.examples.dict_backend import DictBackend
+from sessiontree.contracts import Backend, ForkOptions, Storage, TreeFork
+from sessiontree.kit import KitSessionRepo
+from sessiontree.model import CommitResult, SessionMetadata, replace
+from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
     ConformanceFixtures,
     RepoExtraSuite,
@@ -16,12 +22,6 @@ from sessiontree_conformance import (
     SessionRepoSuite,
     StorageSuite,
 )
-
-from docs.examples.dict_backend import DictBackend
-from sessiontree.contracts import Backend, ForkOptions, Storage, TreeFork
-from sessiontree.kit import KitSessionRepo
-from sessiontree.model import CommitResult, SessionMetadata
-from sessiontree.plugins import get_registry
 
 
 class CountingStorage:
@@ -62,7 +62,7 @@ class CountingBackend:
     @property
     def capabilities(self) -> Any:
         # Each repository holds its own sessions: nothing survives it, whatever the inner backend claims.
-        return attrs.evolve(self.inner.capabilities, supports_persistence=False, supports_concurrent_writers=False)
+        return replace(self.inner.capabilities, supports_persistence=False, supports_concurrent_writers=False)
 
     def open_repo(self) -> CountingRepo:
         return CountingRepo(self.inner, self.counts)

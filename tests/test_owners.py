@@ -18,6 +18,7 @@ import pytest
 import sessiontree
 from sessiontree.contracts import BranchFork, TreeFork
 from sessiontree.errors import InvalidArgumentError, SessionNotFoundError, UnsupportedOperationError
+from sessiontree.model import replace
 from sessiontree.owners import OWNER_KEY, OwnedRepo, Owner, bind_owner, owner_of
 from sessiontree_conformance.golden import pi_oracle
 from sessiontree_jsonl import JsonlSessionRepo
@@ -69,7 +70,7 @@ def test_owner_a_cannot_reach_owner_b_session_and_is_told_it_is_missing(repo: An
     assert ann.list() == []
     assert [m.id for m in bob.list()] == ["bobs"]
     # Forged metadata claiming ann's ownership changes nothing: the store's record decides.
-    forged = attrs.evolve(metadata, extra={OWNER_KEY: A.to_json()})
+    forged = replace(metadata, extra={OWNER_KEY: A.to_json()})
     texts.append(refusal(ann.open, forged))
     assert [m.id for m in repo.list()] == ["bobs"], "nothing was forked or deleted"
     bob.delete(metadata)

@@ -15,7 +15,7 @@ import attrs
 
 from sessiontree.contracts import Backend, ForkOptions, SessionRepo, Storage
 from sessiontree.errors import SessionNotFoundError
-from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, StoredValue, UsageRow
+from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, StoredValue, UsageRow, replace
 from sessiontree.owners import OwnedRepo, Owner, owner_of
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.values import branch_tip, value
@@ -57,7 +57,7 @@ class LimitBeforeReverseStorage(MemoryStorage):
     def _newest_of(self, query: BranchScan, scan: Callable[[BranchScan], list[Any]]) -> list[Any]:
         if query.order != "oldest_first" or query.limit is None or query.cursor is not None:
             return scan(query)
-        path = scan(attrs.evolve(query, limit=None))
+        path = scan(replace(query, limit=None))
         kept = _kept(query.limit)
         if kept is None:
             return path
@@ -85,7 +85,7 @@ class ExclusiveStopStorage(MemoryStorage):
             return scan(query)  # no stop on the path
         if len(path) == 1:
             return []
-        return scan(attrs.evolve(query, stop_at_id=path[-2].id, stop_at_type=None))
+        return scan(replace(query, stop_at_id=path[-2].id, stop_at_type=None))
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
         return self._without_stop(query, super().scan_branch)
@@ -100,7 +100,7 @@ class ExclusiveUsageFromStorage(MemoryStorage):
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         query = query or UsageScan()
         if query.from_seq is not None:
-            query = attrs.evolve(query, from_seq=query.from_seq + 1)
+            query = replace(query, from_seq=query.from_seq + 1)
         return super().scan_usage(query)
 
 
@@ -110,7 +110,7 @@ class ExclusiveEntryToStorage(MemoryStorage):
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
         if query.to_seq is not None:
-            query = attrs.evolve(query, to_seq=query.to_seq - 1)
+            query = replace(query, to_seq=query.to_seq - 1)
         return super().scan_entries(query)
 
 
@@ -120,7 +120,7 @@ class InclusiveListCursorStorage(MemoryStorage):
     def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[Any]:
         if options is not None and options.cursor is not None:
             shift = -1 if options.order == "asc" else 1
-            options = attrs.evolve(options, cursor=options.cursor + shift)
+            options = replace(options, cursor=options.cursor + shift)
         return super().read_list(address, options)
 
 
@@ -207,7 +207,7 @@ class _LaxMutation(_Delegating):
     def commit(self, writes: Sequence[Write], **options: Any) -> Any:
         def unnoticed(write: Write) -> Write:
             if isinstance(write, EntryWrite) and isinstance(getattr(write.entry, "message", None), dict):
-                return EntryWrite(attrs.evolve(write.entry, message=_UnnoticedPending(write.entry.message)))
+                return EntryWrite(replace(write.entry, message=_UnnoticedPending(write.entry.message)))
             return write
 
         return self._inner.commit([unnoticed(write) for write in writes], **options)

@@ -10,6 +10,7 @@ import pytest
 from sessiontree.contracts import Capabilities
 from sessiontree_memory import MemorySessionRepo, MemoryStorage
 from sessiontree_conformance import ConformanceFixtures
+from sessiontree.model import replace
 
 CLOSES = []
 
@@ -64,7 +65,7 @@ def test_capabilities_must_be_a_capabilities_object(pytester: pytest.Pytester) -
 class TestBadClaims(Fixtures):
     @pytest.fixture
     def backend(self):
-        return attrs.evolve(Recording(), capabilities={"supports_reopen": True})
+        return replace(Recording(), capabilities={"supports_reopen": True})
 
     def test_x(self, storage):
         pass

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
 import pytest
 
 from sessiontree import jsjson
 from sessiontree.dump import dump_session, format_dump, jsonl_inventory
+from sessiontree.model import replace
 from sessiontree.wire import decode_transaction
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 from sessiontree_conformance.golden import pi_fixtures
@@ -84,10 +84,10 @@ def test_replayed_golden_session_dumps_as_pi_dumped_it(path: Path) -> None:
 
 def _new(write: Write) -> Write:
     if isinstance(write, EntryWrite):
-        return EntryWrite(attrs.evolve(write.entry, seq=None, timestamp=None))
+        return EntryWrite(replace(write.entry, seq=None, timestamp=None))
     if isinstance(write, UsageWrite):
-        return UsageWrite(attrs.evolve(write.row, seq=None))
-    return attrs.evolve(write, seq=None)  # type: ignore[arg-type]
+        return UsageWrite(replace(write.row, seq=None))
+    return replace(write, seq=None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=_name)

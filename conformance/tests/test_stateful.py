@@ -6,13 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from sessiontree.errors import StorageValidationError
-from sessiontree.model import Address, CommitResult, Entry, EntryStructure, ListElement, StoredValue, UsageRow
+from sessiontree.model import (
+    Address,
+    CommitResult,
+    Entry,
+    EntryStructure,
+    ListElement,
+    StoredValue,
+    UsageRow,
+    replace,
+)
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.writes import Write
 from sessiontree_conformance.stateful import StorageStateMachine, error_class
@@ -41,9 +49,9 @@ class GappedStorage:
 
     def _out(self, record: Any) -> Any:
         if isinstance(record, (StoredValue, ListElement, UsageRow)):
-            return attrs.evolve(record, seq=record.seq * GAP)  # type: ignore[operator]
+            return replace(record, seq=record.seq * GAP)  # type: ignore[operator]
         extra = 1 if self.skew_entry_timestamps else 0
-        return attrs.evolve(record, seq=record.seq * GAP, timestamp=record.timestamp + CLOCK_SKEW + extra)
+        return replace(record, seq=record.seq * GAP, timestamp=record.timestamp + CLOCK_SKEW + extra)
 
     @staticmethod
     def _in(seq: int | None) -> float | None:
@@ -70,26 +78,26 @@ class GappedStorage:
 
     def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
         if options is not None:
-            options = attrs.evolve(options, cursor=self._in(options.cursor))
+            options = replace(options, cursor=self._in(options.cursor))
         return [self._out(e) for e in self.inner.read_list(address, options)]
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
         return [
-            self._out(e) for e in self.inner.scan_branch(attrs.evolve(query, cursor=self._in(query.cursor)))
+            self._out(e) for e in self.inner.scan_branch(replace(query, cursor=self._in(query.cursor)))
         ]
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
-        query = attrs.evolve(query, cursor=self._in(query.cursor))
+        query = replace(query, cursor=self._in(query.cursor))
         return [self._out(e) for e in self.inner.scan_branch_structure(query)]
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
-        query = attrs.evolve(query, from_seq=self._in(query.from_seq), to_seq=self._in(query.to_seq))
+        query = replace(query, from_seq=self._in(query.from_seq), to_seq=self._in(query.to_seq))
         return [self._out(e) for e in self.inner.scan_entries(query)]
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         query = query or UsageScan()
-        query = attrs.evolve(query, from_seq=self._in(query.from_seq), to_seq=self._in(query.to_seq))
+        query = replace(query, from_seq=self._in(query.from_seq), to_seq=self._in(query.to_seq))
         return [self._out(r) for r in self.inner.scan_usage(query)]
 
     def get_stats(self) -> Any:
@@ -137,7 +145,7 @@ def _usage_from_exclusive(original: Callable[..., Any]) -> Callable[..., Any]:
 
     def scan_usage(self: Any, query: UsageScan | None = None) -> Any:
         if query is not None and query.from_seq is not None:
-            query = attrs.evolve(query, from_seq=query.from_seq + 1)
+            query = replace(query, from_seq=query.from_seq + 1)
         return original(self, query)
 
     return scan_usage

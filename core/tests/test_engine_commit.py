@@ -3,14 +3,13 @@ rules (same result, same first error in pi's wording)."""
 
 from __future__ import annotations
 
-import attrs
 import pytest
 
 from sessiontree.engine import SessionState
-from sessiontree.kit.stamping import replacer as _replacer
-from sessiontree.kit.validation import proves_entry_inserts, validate_each
 from sessiontree.errors import StorageValidationError
-from sessiontree.model import CustomEntry, MessageEntry, UsageRow
+from sessiontree.kit.stamping import entry_stamper
+from sessiontree.kit.validation import proves_entry_inserts, validate_each
+from sessiontree.model import CustomEntry, MessageEntry, UsageRow, replace
 from sessiontree.usage import empty_usage
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 
@@ -32,10 +31,10 @@ def committed_error(state: SessionState, writes: list[Write]) -> str | None:
     return None
 
 
-def test_the_clone_replacer_builds_the_same_entry_as_evolve() -> None:
+def test_the_entry_stamper_builds_the_same_entry_as_replace() -> None:
     entry = CustomEntry(id="a", parent_id=None, custom_type="note", data={"x": 1}, extra={"k": 2})
-    stamped = _replacer(CustomEntry, ("seq", "timestamp"))(entry, 7, 99)
-    assert stamped == attrs.evolve(entry, seq=7, timestamp=99)
+    stamped = entry_stamper(CustomEntry)(entry, 7, 99)
+    assert stamped == replace(entry, seq=7, timestamp=99)
     assert (stamped.seq, stamped.timestamp, entry.seq) == (7, 99, None)
 
 
@@ -52,7 +51,7 @@ def test_a_chain_commit_is_stamped_and_applied_in_order() -> None:
 
 def stamped(writes: list[Write], first: int) -> list[Write]:
     return [
-        EntryWrite(attrs.evolve(w.entry, seq=first + i, timestamp=2)) if isinstance(w, EntryWrite) else w
+        EntryWrite(replace(w.entry, seq=first + i, timestamp=2)) if isinstance(w, EntryWrite) else w
         for i, w in enumerate(writes)
     ]
 
@@ -94,10 +93,10 @@ def test_batch_validation_matches_the_per_write_rules(
 def test_replayed_seqs_must_rise_past_next_seq() -> None:
     state = SessionState()
     state.apply(state.prepare_commit(chain("a"), 1))
-    stale = [EntryWrite(attrs.evolve(message("b", "a").entry, seq=1, timestamp=1))]
+    stale = [EntryWrite(replace(message("b", "a").entry, seq=1, timestamp=1))]
     with pytest.raises(StorageValidationError, match="Non-monotonic storage sequence: 1"):
         state.validate_committed(stale)
-    gap = [EntryWrite(attrs.evolve(message("b", "a").entry, seq=9, timestamp=1))]
+    gap = [EntryWrite(replace(message("b", "a").entry, seq=9, timestamp=1))]
     state.validate_committed(gap)
     state.apply_committed(gap)
     assert state.next_seq == 10

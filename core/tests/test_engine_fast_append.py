@@ -10,14 +10,22 @@ import attrs
 import pytest
 
 from sessiontree.engine import SessionState, structure_of
+from sessiontree.errors import StorageContentError, StorageValidationError
+from sessiontree.jsjson import MAX_SAFE_INTEGER
 from sessiontree.kit import PreparedCommit
 from sessiontree.kit.stamping import constructor as _constructor
 from sessiontree.kit.stamping import stamp_entry as _stamp_entry
 from sessiontree.kit.stamping import with_seq as _with_seq
 from sessiontree.kit.validation import validate_each
-from sessiontree.errors import StorageContentError, StorageValidationError
-from sessiontree.jsjson import MAX_SAFE_INTEGER
-from sessiontree.model import Address, CommitResult, MessageEntry, SessionStats, StoredValue, UsageRow
+from sessiontree.model import (
+    Address,
+    CommitResult,
+    MessageEntry,
+    SessionStats,
+    StoredValue,
+    UsageRow,
+    replace,
+)
 from sessiontree.usage import empty_usage
 from sessiontree.writes import EntryWrite, UsageWrite, ValueSet, Write
 
@@ -126,8 +134,8 @@ def test_the_seq_after_the_largest_safe_integer_is_refused_as_the_per_write_path
 )
 def test_replayed_append_pairs_validate_as_the_per_write_path_does(entry_seq: Any, value_seq: Any) -> None:
     state = seeded()
-    entry = attrs.evolve(message("n", "b").entry, seq=entry_seq, timestamp=1)
-    writes: list[Write] = [EntryWrite(entry), attrs.evolve(tip("n"), seq=value_seq)]
+    entry = replace(message("n", "b").entry, seq=entry_seq, timestamp=1)
+    writes: list[Write] = [EntryWrite(entry), replace(tip("n"), seq=value_seq)]
     try:
         validate_each(state, writes)
         expected = None
@@ -182,7 +190,7 @@ def test_the_entry_stamper_builds_what_evolve_builds() -> None:
     entry = MessageEntry(id="a", parent_id=None, message={"x": 1}, extra={"k": 2}, wire_keys=("id",))
     write = _stamp_entry(entry, 3, 9)
     assert type(write) is EntryWrite
-    assert write == EntryWrite(attrs.evolve(entry, seq=3, timestamp=9))
+    assert write == EntryWrite(replace(entry, seq=3, timestamp=9))
     assert (entry.seq, entry.timestamp) == (None, None)
 
 

@@ -5,26 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import pytest
 
 from sessiontree.engine import SessionState
 from sessiontree.errors import StorageValidationError
 from sessiontree.kit import validate_committed
 from sessiontree.kit.validation import ADDRESS, ENTRY, USAGE, proves_structures
-from sessiontree.model import MessageEntry, UsageRow
+from sessiontree.model import MessageEntry, UsageRow, replace
 from sessiontree.usage import empty_usage
 from sessiontree.writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
 
 def entry(entry_id: Any, parent: Any, seq: Any) -> EntryWrite:
     message = MessageEntry(id=entry_id, parent_id=parent, message={"role": "user", "content": "hi"})
-    return EntryWrite(attrs.evolve(message, seq=seq, timestamp=1))
+    return EntryWrite(replace(message, seq=seq, timestamp=1))
 
 
 def usage(row_id: Any, seq: Any, members: Any = None) -> UsageWrite:
     row = UsageRow(id=row_id, usage=empty_usage() if members is None else members, adjustment=False)
-    return UsageWrite(attrs.evolve(row, seq=seq))
+    return UsageWrite(replace(row, seq=seq))
 
 
 def tip(seq: int) -> ValueSet:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,6 +28,7 @@ from sessiontree.model import (
     UnknownEntry,
     Usage,
     UsageRow,
+    replace,
 )
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
@@ -88,7 +88,7 @@ def test_canonical_custom_entries_with_and_without_data() -> None:
     assert line(EntryWrite(without)) == (
         '{"kind":"entry","id":"c3","parentId":"c2","type":"custom","customType":"app.marker","seq":6,"timestamp":7}'
     )
-    nulled = attrs.evolve(without, data=None)
+    nulled = replace(without, data=None)
     assert '"customType":"app.marker","data":null,"seq":6' in line(EntryWrite(nulled))
 
 
@@ -281,7 +281,7 @@ def test_extras_follow_known_fields_for_constructed_entries() -> None:
 def test_fields_added_after_decoding_follow_the_read_order() -> None:
     write = decode_one('{"kind":"entry","type":"custom","id":"a","parentId":null,"seq":3,"timestamp":4}')
     assert isinstance(write, EntryWrite)
-    evolved = attrs.evolve(write.entry, data={"x": 1})
+    evolved = replace(write.entry, data={"x": 1})
     assert line(EntryWrite(evolved)) == (
         '{"kind":"entry","type":"custom","id":"a","parentId":null,"seq":3,"timestamp":4,"data":{"x":1}}'
     )
@@ -327,7 +327,7 @@ def test_value_write_extras_and_order_round_trip() -> None:
     assert write.extra == {"note": "x"}
     assert write == ValueSet(namespace="n", key="k", value=[1], seq=3, extra={"note": "x"})
     assert line(write) == text
-    replaced = attrs.evolve(write, value="new")  # a fork replaces a tip value in place
+    replaced = replace(write, value="new")  # a fork replaces a tip value in place
     assert line(replaced) == text.replace("[1]", '"new"')
 
 
@@ -352,14 +352,14 @@ def test_entry_with_preset_seq_and_timestamp_keys_keeps_them_in_place() -> None:
     write = wire.input_write_from_wire({"kind": "entry", "entry": new_entry})
     assert isinstance(write, EntryWrite)
     assert write.entry.seq is None and write.entry.timestamp is None
-    committed = EntryWrite(attrs.evolve(write.entry, seq=6, timestamp=1785000004000))
+    committed = EntryWrite(replace(write.entry, seq=6, timestamp=1785000004000))
     assert line(committed) == (
         '{"kind":"entry","id":"k4","seq":6,"parentId":"k3","timestamp":1785000004000,"type":"custom",'
         '"customType":"p"}'
     )
     only_seq = wire.input_write_from_wire({"kind": "entry", "entry": {"id": "a", "seq": 1, "parentId": None}})
     assert isinstance(only_seq, EntryWrite)
-    assert line(EntryWrite(attrs.evolve(only_seq.entry, seq=2, timestamp=3))) == (
+    assert line(EntryWrite(replace(only_seq.entry, seq=2, timestamp=3))) == (
         '{"kind":"entry","id":"a","seq":2,"parentId":null,"timestamp":3}'
     )
 

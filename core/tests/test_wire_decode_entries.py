@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.model import ABSENT, CompactionEntry, MessageEntry, Usage, UnknownEntry
+from sessiontree.model import ABSENT, CompactionEntry, MessageEntry, UnknownEntry, Usage, record_fields
 from sessiontree.wire.entries import decode_entries, decode_entry
 
 _USAGE = {
@@ -54,7 +53,7 @@ def _objects(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 def _state(entry: object) -> tuple[Any, ...]:
-    return (type(entry), *(getattr(entry, field.name) for field in attrs.fields(type(entry))))
+    return (type(entry), *(getattr(entry, name) for name in record_fields(type(entry))))
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-import attrs
-
 from sessiontree.model import (
     ABSENT,
     Absent,
@@ -24,6 +22,7 @@ from sessiontree.model import (
     MessageEntry,
     Usage,
     UsageRow,
+    replace,
 )
 from sessiontree.values import list_, value
 
@@ -183,7 +182,7 @@ def usage_row(
 
 def committed(record: E, seq: int, timestamp: int) -> E:
     """``{...entry, seq, timestamp}``: what storage returns for a committed new entry."""
-    return attrs.evolve(record, seq=seq, timestamp=timestamp)
+    return replace(record, seq=seq, timestamp=timestamp)
 
 
 def ids(records: Iterable[Entry | EntryStructure | UsageRow]) -> list[str]:

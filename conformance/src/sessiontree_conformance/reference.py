@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from sessiontree.errors import (
     InvalidQueryError,
     SessionBranchExistsError,
@@ -44,6 +42,7 @@ from sessiontree.model import (
     StoredValue,
     Usage,
     UsageRow,
+    replace,
 )
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.values import branch_tip, list_, value
@@ -171,11 +170,11 @@ class ReferenceStorage:
     def _stamp(write: Write, seq: int, timestamp: int) -> Write:
         """§3.1: the committed form of a write (entries also get the commit timestamp)."""
         if isinstance(write, EntryWrite):
-            return EntryWrite(attrs.evolve(write.entry, seq=seq, timestamp=timestamp))
+            return EntryWrite(replace(write.entry, seq=seq, timestamp=timestamp))
         if isinstance(write, UsageWrite):
-            return UsageWrite(attrs.evolve(write.row, seq=seq))
+            return UsageWrite(replace(write.row, seq=seq))
         if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
-            return attrs.evolve(write, seq=seq)
+            return replace(write, seq=seq)
         raise StorageValidationError(f"Unsupported write: {write!r}")
 
     def replay(self, committed: Sequence[Write]) -> None:

@@ -54,6 +54,8 @@ from sessiontree.model import (
     StoredValue,
     UnknownEntry,
     UsageRow,
+    is_record_class,
+    replace,
 )
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.writes import (
@@ -234,14 +236,14 @@ class StorageStateMachine(RuleBasedStateMachine):
         if isinstance(value, dict):
             return [(key, self._translate(item)) for key, item in value.items()]
         if isinstance(value, (StoredValue, ListElement, UsageRow)):
-            return attrs.evolve(value, seq=self._oracle_seq(value.seq))  # type: ignore[arg-type]
-        if attrs.has(type(value)) and hasattr(value, "timestamp") and hasattr(value, "seq"):
+            return replace(value, seq=self._oracle_seq(value.seq))  # type: ignore[arg-type]
+        if is_record_class(type(value)) and hasattr(value, "timestamp") and hasattr(value, "seq"):
             seq = self._oracle_seq(value.seq)
             expected = self.backend_timestamps.get(value.seq)
             assert value.timestamp == expected, (
                 f"entry {value.id!r} has timestamp {value.timestamp}, its commit returned {expected}"
             )
-            return attrs.evolve(value, seq=seq, timestamp=self.oracle_timestamps[seq])
+            return replace(value, seq=seq, timestamp=self.oracle_timestamps[seq])
         return value
 
     @staticmethod
@@ -333,7 +335,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         custom_type: Any = data.draw(st.sampled_from((ABSENT, *CUSTOM_TYPES)), label="custom type")
         if kind == "message":
             if data.draw(st.booleans(), label="user message?"):
-                return attrs.evolve(user_entry(entry_id, parent), custom_type=custom_type)
+                return replace(user_entry(entry_id, parent), custom_type=custom_type)
             return MessageEntry(
                 id=entry_id,
                 parent_id=parent,
@@ -560,7 +562,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         def for_storage(backend: bool) -> BranchScan:
             if not backend or query.cursor is None:
                 return query
-            return attrs.evolve(query, cursor=self._backend_seq(query.cursor))
+            return replace(query, cursor=self._backend_seq(query.cursor))
 
         return query, for_storage
 
@@ -630,7 +632,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         if not backend:
             return query
         translate = self._backend_seq
-        return attrs.evolve(
+        return replace(
             query,
             from_seq=None if query.from_seq is None else translate(query.from_seq),
             to_seq=None if query.to_seq is None else translate(query.to_seq),

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -29,7 +28,7 @@ from sessiontree.errors import (
     SessionPendingAssistantMessageError,
     SessionUnknownTargetError,
 )
-from sessiontree.model import ABSENT, Entry, MessageEntry
+from sessiontree.model import ABSENT, Entry, MessageEntry, replace
 from sessiontree.values import branch_tip, branch_tip_inventory_prefix
 from sessiontree.writes import EntryWrite, ValueDelete, ValueSet, Write
 
@@ -185,7 +184,7 @@ class SessionStateMachine(RuleBasedStateMachine):
             tip = branch_tip(name)
             writes.append(ValueSet(namespace=tip.namespace, key=tip.key, value=entries[-1].id))
         backend_writes = [
-            EntryWrite(attrs.evolve(w.entry, parent_id=self._backend_id(w.entry.parent_id)))
+            EntryWrite(replace(w.entry, parent_id=self._backend_id(w.entry.parent_id)))
             if isinstance(w, EntryWrite)
             else w
             for w in writes
@@ -214,7 +213,7 @@ class SessionStateMachine(RuleBasedStateMachine):
     # --- what both must agree on -----------------------------------------------------------------
 
     def _comparable(self, entry: Entry) -> Entry:
-        return attrs.evolve(
+        return replace(
             entry,
             id=self._model_id(entry.id),
             parent_id=self._model_id(entry.parent_id),
@@ -234,7 +233,7 @@ class SessionStateMachine(RuleBasedStateMachine):
         ]
         assert tips == expected_tips, f"branch tips: backend {tips}, the reference model {expected_tips}"
         entries = [self._comparable(entry) for entry in self.session.find_entries(order="asc")]
-        expected = [attrs.evolve(e, seq=None, timestamp=None) for e in self.model.storage.scan_entries()]
+        expected = [replace(e, seq=None, timestamp=None) for e in self.model.storage.scan_entries()]
         assert entries == expected, f"entries: backend {entries}, the reference model {expected}"
         stats, expected_stats = self.session.get_stats(), self.model.storage.get_stats()
         assert stats == expected_stats, f"stats: backend {stats}, the reference model {expected_stats}"

@@ -14,12 +14,11 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import attrs
 import orjson
 
 from .deepjson import check_storable
 from .errors import StorageContentError
-from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow
+from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow, record_fields
 from .wire import entry_to_wire, usage_row_to_wire
 from .writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
@@ -125,7 +124,7 @@ def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
 
 def _payload_names(cls: type) -> list[str]:
     """An entry class's fields but the ids, seq, timestamp and key order: what its wire members hold."""
-    return [f.name for f in attrs.fields(cls) if f.name not in _NOT_PAYLOAD]
+    return [name for name in record_fields(cls) if name not in _NOT_PAYLOAD]
 
 
 def _payload_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:

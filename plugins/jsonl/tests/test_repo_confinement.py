@@ -14,12 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 from sessiontree.contracts import BranchFork, TreeFork
 from sessiontree.errors import SessionNotFoundError, SessionTreeError, StorageValidationError
-from sessiontree.model import SessionMetadata
+from sessiontree.model import SessionMetadata, replace
 from sessiontree.wire import metadata_from_wire, metadata_to_wire
 from sessiontree_jsonl.repo import JsonlSessionRepo
 from sessiontree_memory import MemorySessionRepo
@@ -180,14 +179,14 @@ def test_the_memory_repository_goes_by_id_and_never_uses_the_path(tmp_path: Path
     victim.write_bytes(b"precious\n")
     with MemorySessionRepo() as repo:
         repo.create(id="s").close()
-        forged = attrs.evolve(repo.list()[0], path=str(victim))
+        forged = replace(repo.list()[0], path=str(victim))
         with repo.open(forged) as session:
             assert session.metadata.path is None
         with repo.fork(forged, TreeFork(id="copy")) as copy:
             assert copy.metadata.path is None
         repo.delete(forged)
         with pytest.raises(SessionNotFoundError):
-            repo.delete(attrs.evolve(forged, id="missing"))
+            repo.delete(replace(forged, id="missing"))
     assert victim.read_bytes() == b"precious\n"
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import attrs
 import pytest
 
 from sessiontree import jsjson
+from sessiontree.model import replace
 from sessiontree.wire import decode_transaction
 from sessiontree.writes import EntryWrite, UsageWrite, Write
-from sessiontree_jsonl import JsonlStorage
 from sessiontree_conformance.golden import pi_fixtures
+from sessiontree_jsonl import JsonlStorage
 
 FIXTURES = pi_fixtures()
 # Scenario files written through JsonlStorage.create + the Session API with the oracle's clock
@@ -41,10 +41,10 @@ class Clock:
 def _as_new(write: Write) -> Write:
     """The input write a committed record came from (seq and timestamp unassigned, key order kept)."""
     if isinstance(write, EntryWrite):
-        return EntryWrite(attrs.evolve(write.entry, seq=None, timestamp=None))
+        return EntryWrite(replace(write.entry, seq=None, timestamp=None))
     if isinstance(write, UsageWrite):
-        return UsageWrite(attrs.evolve(write.row, seq=None))
-    return attrs.evolve(write, seq=None)
+        return UsageWrite(replace(write.row, seq=None))
+    return replace(write, seq=None)
 
 
 def _entry_timestamp(writes: list[Write]) -> int | None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import pytest
+from sessiontree_sqlite.codec import decode_entry_row, decode_entry_rows
 
 from sessiontree.errors import StorageFormatError
-from sessiontree_sqlite.codec import decode_entry_row, decode_entry_rows
+from sessiontree.model import record_fields
 
 _USAGE = (
     '{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,'
@@ -27,7 +27,7 @@ _ROWS = [
 
 
 def _state(entry: object) -> tuple[Any, ...]:
-    return (type(entry), *(getattr(entry, field.name) for field in attrs.fields(type(entry))))
+    return (type(entry), *(getattr(entry, name) for name in record_fields(type(entry))))
 
 
 def test_rows_decoded_together_equal_rows_decoded_alone() -> None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import pytest
 
 from sessiontree.contracts import Storage
-from sessiontree.model import ABSENT, CommitResult, EntryStructure
+from sessiontree.model import ABSENT, CommitResult, EntryStructure, replace
 from sessiontree.queries import BranchScan
 from sessiontree.writes import insert_entry
 
@@ -183,9 +182,9 @@ class StorageBranchQuerySemanticsSuite(BaseConformanceFixtures):
             "leaf",
             "late",
         ]
-        filtered = attrs.evolve(oldest, type="compaction")
+        filtered = replace(oldest, type="compaction")
         assert self._both_kinds(storage, filtered) == ["early"]
-        assert self._both_kinds(storage, attrs.evolve(oldest, limit=1)) == ["root"]
+        assert self._both_kinds(storage, replace(oldest, limit=1)) == ["root"]
 
     def test_branch_cursor_on_a_row_excludes_it_in_both_orders_and_never_moves_the_stop(
         self, storage: Storage
@@ -200,6 +199,6 @@ class StorageBranchQuerySemanticsSuite(BaseConformanceFixtures):
         assert self._both_kinds(storage, oldest) == ["note", "leaf"]
         stopped = BranchScan(start="leaf", cursor=seq["compact"], stop_at_id="note")
         assert self._both_kinds(storage, stopped) == [], "the cursor must not move the stop point"
-        assert self._both_kinds(storage, attrs.evolve(oldest, stop_at_id="note", limit=1)) == ["note"]
+        assert self._both_kinds(storage, replace(oldest, stop_at_id="note", limit=1)) == ["note"]
         assert self._both_kinds(storage, BranchScan(start="leaf", cursor=seq["root"])) == []
-        assert self._both_kinds(storage, attrs.evolve(oldest, cursor=seq["leaf"])) == []
+        assert self._both_kinds(storage, replace(oldest, cursor=seq["leaf"])) == []

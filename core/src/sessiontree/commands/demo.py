@@ -14,15 +14,23 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
 from rich.console import Console
 from rich.text import Text
 
 from ..contracts import BranchFork, Session, SessionRepo
 from ..fork import idle_lane_state
 from ..ids import uuidv7
+from ..model import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    Cost,
+    JsonValue,
+    SessionMetadata,
+    Usage,
+    UsageRow,
+    replace,
+)
 from ..owners import Owner
-from ..model import BranchSummaryEntry, CompactionEntry, Cost, JsonValue, SessionMetadata, Usage, UsageRow
 from ..urls import parse_url
 from ..values import branch_tip, lane_config, lane_state
 from ..writes import insert_entry, insert_usage, set_value
@@ -139,7 +147,7 @@ def _append_entry(session: Session, branch: str, entry: CompactionEntry | Branch
     tip = branch_tip(branch)
 
     def write(mutation: Any) -> None:
-        placed = attrs.evolve(entry, parent_id=mutation.get_value(tip).value)
+        placed = replace(entry, parent_id=mutation.get_value(tip).value)
         mutation.commit([insert_entry(placed), set_value(tip, placed.id)])
 
     session.mutate(write)

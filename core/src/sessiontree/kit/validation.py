@@ -52,7 +52,7 @@ from ..usage import summable_usage
 from ..values import check_address_parts, is_address
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from .idempotency import original_commit
-from .stamping import constructor, replacer, slot_layout, stamp_entries, stamp_entry, with_seq
+from .stamping import constructor, entry_stamper, replacer, slot_layout, stamp_entries, stamp_entry, with_seq
 
 __all__ = [
     "CommitReader",
@@ -144,12 +144,8 @@ def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
     _set_prepared_timestamp,
     _set_prepared_replayed,
 ) = _slot_setters(PreparedCommit, "writes", "first_seq", "seqs", "timestamp", "replayed")
-# The stampers of the model's entry classes (each a slotted attrs class: see stamping.slot_layout).
-_append_stampers = {
-    cls: replacer(cls, ("seq", "timestamp"))
-    for cls in (*ENTRY_CLASSES.values(), UnknownEntry)
-    if slot_layout(cls) is not None
-}
+# The stampers of the model's entry classes.
+_append_stampers = {cls: entry_stamper(cls) for cls in (*ENTRY_CLASSES.values(), UnknownEntry)}
 
 
 def prepare_commit(

@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 import cattrs
+import msgspec
 from cattrs.fns import identity
 from cattrs.gen import make_dict_unstructure_fn_from_attrs, override
 
@@ -118,6 +119,28 @@ def _nested_hook(converter: cattrs.Converter, target: type) -> Callable[[Any], A
     return nested
 
 
+def _attributes(cls: type) -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
+    """``attrs.fields(cls)``; for a :class:`msgspec.Struct` (the entries) the same description of its
+    fields, so one generator serves both kinds of model class."""
+    if not issubclass(cls, msgspec.Struct):
+        return attrs.fields(cls)  # type: ignore[no-any-return]
+    return tuple(
+        attrs.Attribute(  # type: ignore[call-arg]
+            name=field.name,
+            default=attrs.NOTHING if field.default is msgspec.NODEFAULT else field.default,
+            validator=None,
+            repr=True,
+            cmp=None,
+            hash=None,
+            init=True,
+            inherited=False,
+            type=field.type,
+            alias=field.name,
+        )
+        for field in msgspec.structs.fields(cls)
+    )
+
+
 def _fields_fn(
     cls: type, converter: cattrs.Converter, kind: str | None = None
 ) -> Callable[[Any], WireObject]:
@@ -126,7 +149,7 @@ def _fields_fn(
     With ``kind``, the committed record: its first member ``kind`` is generated from the instance's
     ``__class__`` (renamed ``kind``, its hook gives the constant), so the record is built in one dict.
     """
-    by_name = {a.name: a for a in attrs.fields(cls)}
+    by_name = {a.name: a for a in _attributes(cls)}
     members = []
     overrides: dict[str, Any] = {}
     if kind is not None:

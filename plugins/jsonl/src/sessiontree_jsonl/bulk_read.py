@@ -4,8 +4,8 @@ A lazy open (:mod:`sessiontree_jsonl.replay`) leaves every payload in the file. 
 then used to cost a ``pread`` and a JSON decode per entry (two for an entry of an array line, whose
 element spans are found on the first read). Here the lines holding the wanted entries are read in a
 few large reads, joined into one JSON array and parsed by one :func:`sessiontree.jsjson.loads` call;
-the entries are then built from the parsed objects, those sharing a key layout together (one pass per
-slot, as :mod:`sessiontree.kit.stamping` copies entries). The result is the same as decoding each
+the entries are then built from the parsed objects, those sharing a key layout together (the members
+read a column at a time, each entry built by one call). The result is the same as decoding each
 entry alone (the same parser semantics apply to a line inside the array as to the line alone); any
 doubt — the joined text does not parse, an object is not the entry the node expects — sends that
 node to the one-at-a-time loader, which raises its errors.
@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import repeat
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 from sessiontree import jsjson
 from sessiontree.errors import StorageError
 from sessiontree.jsjson import MAX_SAFE_INTEGER
-from sessiontree.kit.stamping import slot_layout
 from sessiontree.model import ENTRY_CLASSES, BranchSummaryEntry, CompactionEntry, Entry
 from sessiontree.wire import committed_write_from_wire
 from sessiontree.wire._layout import keys_of
@@ -162,9 +158,8 @@ _third = operator.itemgetter(2)
 
 
 def _build_batch(layout: _Layout, batch: list[tuple[LazyEntryNode, Any, int]]) -> list[Entry] | None:
-    """The entries of records with one layout, each slot set for all of them in one pass (what
-    ``__init__`` would set: the class is one :func:`~sessiontree.kit.stamping.slot_layout` clones);
-    ``None`` unless every record's id, seq and timestamp are its node's."""
+    """The entries of records with one layout, their members read a column at a time; ``None`` unless
+    every record's id, seq and timestamp are its node's."""
     cls, members, wire_keys = layout
     nodes = list(map(_first, batch))
     records = list(map(_second, batch))
@@ -198,21 +193,8 @@ _PARENT_TYPES = {str, type(None)}
 def _construct(
     cls: type, columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int
 ) -> list[Entry]:
-    slots = slot_layout(cls)
-    assert slots is not None  # record_layout only takes clonable classes
-    entries = list(map(_new, repeat(cls, count)))
-    defaults = _DEFAULTS[cls]
-    for name, setter in slots.setters.items():
-        if name in columns:
-            values: Iterable[Any] = columns[name]
-        elif name == "extra":
-            values = [{} for _ in range(count)]
-        elif name == "wire_keys":
-            values = repeat(wire_keys, count)
-        else:
-            values = repeat(defaults[name], count)
-        _drain(map(setter, entries, values))
-    return entries
+    names = tuple(columns)
+    return [cls(**dict(zip(names, row)), extra={}, wire_keys=wire_keys) for row in zip(*columns.values())]
 
 
 def _parse_group(read_at: Callable[[int, int], bytes], group: list[tuple[int, int]]) -> list[Any] | None:
@@ -245,18 +227,12 @@ def _entry_of(record: object, node: LazyEntryNode) -> Entry | None:
 
 
 _Layout = tuple[type, dict[str, str], tuple[str, ...]]
-_DEFAULTS: dict[type, dict[str, Any]] = {
-    cls: {field.name: field.default for field in attrs.fields(cls) if not isinstance(field.default, attrs.Factory)}  # type: ignore[arg-type]
-    for cls in ENTRY_CLASSES.values()
-}
-
-
 def record_layout(entry_type: str, record: dict[str, Any]) -> _Layout | None:
     """How to build entries from records of this type and key order, when every member but ``kind``
     and ``type`` is an attribute of the type's class (a known type, no usage member to convert) and
-    the class is built by setting its slots: the class, each member's attribute, the key order."""
+    the class's defaults hold the rest: the class, each member's attribute, the key order."""
     cls = ENTRY_CLASSES.get(entry_type)
-    if cls is None or slot_layout(cls) is None:
+    if cls is None:
         return None
     attrs_of = {camel(name): name for name in WIRE_ORDER[cls]}
     members = {key: attrs_of.get(key, "") for key in record if key not in ("kind", "type")}
