@@ -95,14 +95,13 @@ CATALOG_DATASETS: tuple[CatalogDataset, ...] = tuple(catalog_dataset(n) for n in
 """``SESSION_REPO_CATALOG_BENCHMARK_DATASETS``."""
 
 
-def _message_entry(index: int, payload_bytes: int) -> EntryWrite:
-    identifier = entry_id(index)
+def _message_entry(identifier: str, parent_id: str | None, payload_bytes: int) -> EntryWrite:
     prefix = f"{identifier}:"
     text = prefix + "x" * max(0, payload_bytes - len(prefix))
     return insert_entry(
         MessageEntry(
             id=identifier,
-            parent_id=None if index == 0 else entry_id(index - 1),
+            parent_id=parent_id,
             message={
                 "role": "user",
                 "content": [{"type": "text", "text": text}],
@@ -114,9 +113,14 @@ def _message_entry(index: int, payload_bytes: int) -> EntryWrite:
 
 def seed_transactions(dataset: LinearDataset) -> Iterator[list[Write]]:
     """``generateStorageBenchmarkSeedTransactions``: 250-entry inserts forming one linear chain."""
+    parent_id = None
     for start in range(0, dataset.entry_count, SEED_BATCH_SIZE):
-        stop = min(start + SEED_BATCH_SIZE, dataset.entry_count)
-        yield [_message_entry(index, dataset.payload_bytes) for index in range(start, stop)]
+        batch = []
+        for index in range(start, min(start + SEED_BATCH_SIZE, dataset.entry_count)):
+            identifier = entry_id(index)  # each id formatted once: it is the next entry's parent
+            batch.append(_message_entry(identifier, parent_id, dataset.payload_bytes))
+            parent_id = identifier
+        yield batch
 
 
 def fork_source_writes(dataset: LinearDataset) -> list[Write]:

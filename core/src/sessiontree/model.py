@@ -184,9 +184,10 @@ class SessionStats:
 
 
 class EntryRecord(msgspec.Struct, frozen=True, gc=False):
-    """Base of the entry classes: frozen, built in C, not tracked by the cycle collector (an entry holds
-    JSON values only, which cannot refer back to it). ``extra`` and ``wire_keys`` are not part of the
-    value: equality ignores ``wire_keys`` (the key order read) and the repr shows neither."""
+    """Base of the entry and address-write classes: frozen, built in C, not tracked by the cycle
+    collector (a record holds JSON values only, which cannot refer back to it). ``extra`` and
+    ``wire_keys`` are not part of the value: equality ignores ``wire_keys`` (the key order read) and
+    the repr shows neither."""
 
     __hash__ = None  # type: ignore[assignment]  # payloads are dicts and lists
 

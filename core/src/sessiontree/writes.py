@@ -1,7 +1,8 @@
 """The six write kinds and their constructors.
 
 A write is *new* while its ``seq`` is ``None``; storage assigns seqs (and the entry timestamp) at commit,
-which makes it *committed*. Committed writes are what backends persist and replay.
+which makes it *committed*. Committed writes are what backends persist and replay. Writes are frozen
+:class:`msgspec.Struct` classes like the entries (see :mod:`sessiontree.model`).
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeAlias, Union
 
-import attrs
+import msgspec
 
-from .model import ABSENT, Absent, Address, Entry, JsonValue, UsageRow
+from .model import ABSENT, Absent, Address, Entry, EntryRecord, JsonValue, UsageRow
 
 __all__ = [
     "EntryWrite",
@@ -30,18 +31,12 @@ __all__ = [
 ]
 
 
-def _extra_field() -> Any:
+def _extra() -> Any:
     # Keys of a committed record read from a file that this version does not know (kept for rewrites).
-    return attrs.field(factory=dict, repr=False)
+    return msgspec.field(default_factory=dict)
 
 
-def _wire_keys_field() -> Any:
-    # Key order of a committed record as read from a file; not part of the value (eq=False).
-    return attrs.field(default=None, eq=False, repr=False, hash=False)
-
-
-@attrs.frozen
-class EntryWrite:
+class EntryWrite(msgspec.Struct, frozen=True, gc=False):
     """Insert one entry (``{kind: "entry", entry}``)."""
 
     entry: Entry
@@ -51,8 +46,7 @@ class EntryWrite:
         return self.entry.seq
 
 
-@attrs.frozen
-class UsageWrite:
+class UsageWrite(msgspec.Struct, frozen=True, gc=False):
     """Insert one usage row (``{kind: "usage", row}``)."""
 
     row: UsageRow
@@ -62,50 +56,46 @@ class UsageWrite:
         return self.row.seq
 
 
-@attrs.frozen(kw_only=True)
-class ValueSet:
+class ValueSet(EntryRecord, kw_only=True):
     """Set a scalar value. ``value`` may be ``None`` (JSON null); ABSENT only for replayed pi files."""
 
     namespace: str
     key: str
     value: JsonValue | Absent
     seq: int | None = None
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ValueDelete:
+class ValueDelete(EntryRecord, kw_only=True):
     """Delete a scalar value (a no-op when absent)."""
 
     namespace: str
     key: str
     seq: int | None = None
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ListAppend:
+class ListAppend(EntryRecord, kw_only=True):
     """Append one element to a list (creating it)."""
 
     namespace: str
     key: str
     value: JsonValue | Absent
     seq: int | None = None
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ListDelete:
+class ListDelete(EntryRecord, kw_only=True):
     """Delete a whole list (a no-op when absent)."""
 
     namespace: str
     key: str
     seq: int | None = None
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
 
 
 Write: TypeAlias = Union[EntryWrite, UsageWrite, ValueSet, ValueDelete, ListAppend, ListDelete]

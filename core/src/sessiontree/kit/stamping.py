@@ -15,7 +15,6 @@ import operator
 import types
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
 from typing import Any
 
 import attrs
@@ -53,15 +52,6 @@ class SlotLayout:
     cls: type
     names: tuple[str, ...]
     setters: dict[str, Callable[[object, object], None]]
-
-    def copies(self, instances: Sequence[object], changed: dict[str, Iterable[object]]) -> list[Any]:
-        """Copies of ``instances`` (all of :attr:`cls`), each field read from its original unless
-        ``changed`` gives the new values of that field (one per instance), one pass per field."""
-        copies = list(map(_new, repeat(self.cls, len(instances))))
-        for name, setter in self.setters.items():
-            values = changed.get(name)
-            _drain(map(setter, copies, map(operator.attrgetter(name), instances) if values is None else values))
-        return copies
 
 
 @functools.cache
@@ -103,8 +93,15 @@ def _init_aliases(cls: type, changed: tuple[str, ...]) -> dict[str, str]:
 
 @functools.cache
 def replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    """``attrs.evolve(instance, **dict(zip(changed, values)))`` for one attrs class, as a function
-    ``replace(instance, *values)`` that reads the class's fields once, not on every call."""
+    """``replace(instance, **dict(zip(changed, values)))`` for one model class, as a function
+    ``replace(instance, *values)``; for an attrs class it reads the class's fields once, not on every
+    call."""
+    if issubclass(cls, msgspec.Struct):
+        unknown = set(changed) - set(cls.__struct_fields__)
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        structs_replace = msgspec.structs.replace
+        return lambda instance, *values: structs_replace(instance, **dict(zip(changed, values, strict=True)))
     aliases = _init_aliases(cls, changed)
     layout = slot_layout(cls)
     if layout is None:
@@ -179,7 +176,6 @@ def constructor(cls: type) -> Callable[..., Any]:
 
 
 _entry_stampers: dict[type, Callable[[Any, int, int], Any]] = {}
-_write_layout = slot_layout(EntryWrite)
 
 
 def stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
@@ -211,30 +207,15 @@ def _entry_stamper(cls: type) -> Callable[[Any, int, int], EntryWrite]:
             raise StorageValidationError(f"Entry write does not hold an entry: {entry!r}")
 
         return refuse
-    if _write_layout is None:
-        return lambda entry, seq, timestamp: EntryWrite(replace(entry, seq, timestamp))
-    set_entry = _write_layout.setters["entry"]
-
-    def stamp(entry: Any, seq: int, timestamp: int) -> EntryWrite:
-        write: EntryWrite = _new(EntryWrite)
-        set_entry(write, replace(entry, seq, timestamp))
-        return write
-
-    return stamp
+    return lambda entry, seq, timestamp: EntryWrite(replace(entry, seq, timestamp))
 
 
 def stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
     """:func:`with_seq` over a batch of entry inserts, or ``None`` when ``writes`` holds anything else."""
-    entries = [write.entry for write in writes if type(write) is EntryWrite]
-    if len(entries) != len(writes):
+    if any(type(write) is not EntryWrite for write in writes):
         return None
-    classes = set(map(type, entries))
-    layout = slot_layout(classes.pop()) if len(classes) == 1 else None
-    if layout is None or _write_layout is None:
-        return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
-    count = len(entries)
-    stamped = layout.copies(entries, {"seq": range(first, first + count), "timestamp": repeat(timestamp, count)})
-    return tuple(_write_layout.copies(writes, {"entry": stamped}))
+    entries = [write.entry for write in writes]  # type: ignore[union-attr]
+    return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
 
 
 def with_seq(write: Write, seq: int, timestamp: int) -> Write:

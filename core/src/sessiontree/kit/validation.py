@@ -136,7 +136,6 @@ def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
     return tuple(layout.setters[name] for name in names)
 
 
-(_set_write_entry,) = _slot_setters(EntryWrite, "entry")
 (
     _set_prepared_writes,
     _set_prepared_first_seq,
@@ -202,8 +201,7 @@ def _prepare_branch_append(
         or not is_address(value_set.namespace, value_set.key)
     ):
         return None
-    write: EntryWrite = _new(EntryWrite)
-    _set_write_entry(write, stamp(entry, first, timestamp))
+    write = EntryWrite(stamp(entry, first, timestamp))
     prepared: PreparedCommit = _new(PreparedCommit)
     _set_prepared_writes(prepared, (write, _value_set_with_seq(value_set, first + 1)))
     _set_prepared_first_seq(prepared, first)
