@@ -35,7 +35,7 @@ __all__ = [
     "Cost",
     "CustomEntry",
     "Entry",
-    "EntryRecord",
+    "Record",
     "EntryStructure",
     "EntryType",
     "JsonValue",
@@ -81,113 +81,11 @@ def is_absent(value: object) -> bool:
     return value is ABSENT
 
 
-def _extra_field() -> Any:
-    return attrs.field(factory=dict, repr=False)
-
-
-def _wire_keys_field() -> Any:
-    # Order of keys as read from the wire; not part of the value (eq=False).
-    return attrs.field(default=None, eq=False, repr=False, hash=False)
-
-
-# --- addresses ---------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Address:
-    """Where a value or a list lives: ``(namespace, key)`` plus the kind.
-
-    Build addresses with :func:`sessiontree.values.value` and :func:`sessiontree.values.list_`, which
-    validate. ``value("a", "k")`` and ``list_("a", "k")`` are different locations.
-    """
-
-    namespace: str
-    key: str = ""
-    kind: Literal["value", "list"] = "value"
-
-
-@attrs.frozen(kw_only=True)
-class StoredValue:
-    """A value as stored: its address, the payload last set and the seq of that write."""
-
-    address: Address
-    value: JsonValue
-    seq: int
-
-
-@attrs.frozen(kw_only=True)
-class ListElement:
-    """One list element: the global seq of its append and its payload."""
-
-    seq: int
-    value: JsonValue
-
-
-# --- usage -------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Cost:
-    """Cost part of a :class:`Usage` (all numbers)."""
-
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    total: float
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
-
-
-@attrs.frozen(kw_only=True)
-class Usage:
-    """Token usage and cost (pi-ai ``Usage``). ``cache_write_1h`` and ``reasoning`` are optional."""
-
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    total_tokens: float
-    cost: Cost
-    cache_write_1h: float | Absent = ABSENT
-    reasoning: float | Absent = ABSENT
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
-
-
-@attrs.frozen(kw_only=True)
-class UsageRow:
-    """One row of the usage ledger. ``seq`` is ``None`` until committed."""
-
-    id: str
-    usage: Usage
-    adjustment: bool = False
-    entry_id: str | Absent = ABSENT
-    details: JsonValue | Absent = ABSENT
-    seq: int | None = None
-    extra: Mapping[str, JsonValue] = _extra_field()
-    wire_keys: tuple[str, ...] | None = _wire_keys_field()
-
-
-@attrs.frozen(kw_only=True)
-class SessionStats:
-    """Number of ``message`` entries and the sum of every usage row."""
-
-    message_count: int
-    usage: Usage
-
-
-# --- entries -----------------------------------------------------------------------------------
-# Entries are write-once tree nodes. A new entry has seq=None and timestamp=None; storage assigns both
-# at commit. Only id and parent_id are checked by storage; payload fields may be ABSENT in files pi
-# accepted, so they default to ABSENT rather than being required.
-
-
-class EntryRecord(msgspec.Struct, frozen=True, gc=False):
-    """Base of the entry and address-write classes: frozen, built in C, not tracked by the cycle
-    collector (a record holds JSON values only, which cannot refer back to it). ``extra`` and
-    ``wire_keys`` are not part of the value: equality ignores ``wire_keys`` (the key order read) and
-    the repr shows neither."""
+class Record(msgspec.Struct, frozen=True, gc=False):
+    """Base of the classes read from and written to files (entries, usage, address writes): frozen,
+    built in C, not tracked by the cycle collector (a record holds JSON values only, which cannot refer
+    back to it). ``extra`` (keys this version does not know) and ``wire_keys`` (the key order read) are
+    not part of the value: equality ignores ``wire_keys`` and the repr shows neither."""
 
     __hash__ = None  # type: ignore[assignment]  # payloads are dicts and lists
 
@@ -209,7 +107,7 @@ class EntryRecord(msgspec.Struct, frozen=True, gc=False):
             yield name, getattr(self, name)
 
 
-def _value_of(record: EntryRecord) -> tuple[Any, ...]:
+def _value_of(record: Record) -> tuple[Any, ...]:
     return tuple(getattr(record, name) for name in _compared_fields(type(record)))
 
 
@@ -227,7 +125,93 @@ def _extra() -> Any:
     return msgspec.field(default_factory=dict)
 
 
-class MessageEntry(EntryRecord, kw_only=True):
+# --- addresses ---------------------------------------------------------------------------------
+
+
+class Address(msgspec.Struct, frozen=True, gc=False):
+    """Where a value or a list lives: ``(namespace, key)`` plus the kind.
+
+    Build addresses with :func:`sessiontree.values.value` and :func:`sessiontree.values.list_`, which
+    validate. ``value("a", "k")`` and ``list_("a", "k")`` are different locations.
+    """
+
+    namespace: str
+    key: str = ""
+    kind: Literal["value", "list"] = "value"
+
+
+class StoredValue(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A value as stored: its address, the payload last set and the seq of that write."""
+
+    address: Address
+    value: JsonValue
+    seq: int
+
+
+class ListElement(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One list element: the global seq of its append and its payload."""
+
+    seq: int
+    value: JsonValue
+
+
+# --- usage -------------------------------------------------------------------------------------
+
+
+class Cost(Record, kw_only=True):
+    """Cost part of a :class:`Usage` (all numbers)."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    total: float
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
+
+
+class Usage(Record, kw_only=True):
+    """Token usage and cost (pi-ai ``Usage``). ``cache_write_1h`` and ``reasoning`` are optional."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    total_tokens: float
+    cost: Cost
+    cache_write_1h: float | Absent = ABSENT
+    reasoning: float | Absent = ABSENT
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
+
+
+class UsageRow(Record, kw_only=True):
+    """One row of the usage ledger. ``seq`` is ``None`` until committed."""
+
+    id: str
+    usage: Usage
+    adjustment: bool = False
+    entry_id: str | Absent = ABSENT
+    details: JsonValue | Absent = ABSENT
+    seq: int | None = None
+    extra: Mapping[str, JsonValue] = _extra()
+    wire_keys: tuple[str, ...] | None = None
+
+
+class SessionStats(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Number of ``message`` entries and the sum of every usage row."""
+
+    message_count: int
+    usage: Usage
+
+
+# --- entries -----------------------------------------------------------------------------------
+# Entries are write-once tree nodes. A new entry has seq=None and timestamp=None; storage assigns both
+# at commit. Only id and parent_id are checked by storage; payload fields may be ABSENT in files pi
+# accepted, so they default to ABSENT rather than being required.
+
+
+class MessageEntry(Record, kw_only=True):
     """An agent message (``type: "message"``)."""
 
     type: Literal["message"] = "message"
@@ -242,7 +226,7 @@ class MessageEntry(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class CompactionEntry(EntryRecord, kw_only=True):
+class CompactionEntry(Record, kw_only=True):
     """A compaction: a summary replacing the history before it, plus the retained tail."""
 
     type: Literal["compaction"] = "compaction"
@@ -261,7 +245,7 @@ class CompactionEntry(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class BranchSummaryEntry(EntryRecord, kw_only=True):
+class BranchSummaryEntry(Record, kw_only=True):
     """A summary of a branch the conversation came back from."""
 
     type: Literal["branch_summary"] = "branch_summary"
@@ -279,7 +263,7 @@ class BranchSummaryEntry(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class CustomEntry(EntryRecord, kw_only=True):
+class CustomEntry(Record, kw_only=True):
     """An application entry; never projected into context unless a projector claims ``custom_type``."""
 
     type: Literal["custom"] = "custom"
@@ -293,7 +277,7 @@ class CustomEntry(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class UnknownEntry(EntryRecord, kw_only=True):
+class UnknownEntry(Record, kw_only=True):
     """An entry whose ``type`` this version does not know. pi replays it; every other key is in ``extra``."""
 
     type: str
@@ -329,8 +313,7 @@ class EntryStructure(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 # --- commits and sessions ----------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class CommitResult:
+class CommitResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What a commit returns: the seqs it used, its timestamp and the stats right after it."""
 
     first_seq: int

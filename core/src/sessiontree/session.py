@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import attrs
+import msgspec
 
 from . import jsjson, values
 from .admission import notify_admitted
@@ -399,15 +399,13 @@ class AdmittedMutation:
 # --- branches -------------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class MessageAppend:
+class MessageAppend(msgspec.Struct, frozen=True, gc=False):
     """What :meth:`StorageBackedSession.append_to_branch` appends: a message entry."""
 
     message: JsonValue
 
 
-@attrs.frozen
-class CustomEntryAppend:
+class CustomEntryAppend(msgspec.Struct, frozen=True, gc=False):
     """What :meth:`StorageBackedSession.append_to_branch` appends: a custom entry (``data`` optional)."""
 
     custom_type: str

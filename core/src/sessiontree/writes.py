@@ -12,7 +12,7 @@ from typing import Any, TypeAlias, Union
 
 import msgspec
 
-from .model import ABSENT, Absent, Address, Entry, EntryRecord, JsonValue, UsageRow
+from .model import ABSENT, Absent, Address, Entry, Record, JsonValue, UsageRow
 
 __all__ = [
     "EntryWrite",
@@ -56,7 +56,7 @@ class UsageWrite(msgspec.Struct, frozen=True, gc=False):
         return self.row.seq
 
 
-class ValueSet(EntryRecord, kw_only=True):
+class ValueSet(Record, kw_only=True):
     """Set a scalar value. ``value`` may be ``None`` (JSON null); ABSENT only for replayed pi files."""
 
     namespace: str
@@ -67,7 +67,7 @@ class ValueSet(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class ValueDelete(EntryRecord, kw_only=True):
+class ValueDelete(Record, kw_only=True):
     """Delete a scalar value (a no-op when absent)."""
 
     namespace: str
@@ -77,7 +77,7 @@ class ValueDelete(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class ListAppend(EntryRecord, kw_only=True):
+class ListAppend(Record, kw_only=True):
     """Append one element to a list (creating it)."""
 
     namespace: str
@@ -88,7 +88,7 @@ class ListAppend(EntryRecord, kw_only=True):
     wire_keys: tuple[str, ...] | None = None
 
 
-class ListDelete(EntryRecord, kw_only=True):
+class ListDelete(Record, kw_only=True):
     """Delete a whole list (a no-op when absent)."""
 
     namespace: str

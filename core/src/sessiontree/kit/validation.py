@@ -40,7 +40,7 @@ import operator
 from collections.abc import Iterable, Sequence, Set
 from typing import Any, Protocol, cast
 
-import attrs
+import msgspec
 
 from ..errors import StorageValidationError
 from ..expectations import Expectations
@@ -52,7 +52,7 @@ from ..usage import summable_usage
 from ..values import check_address_parts, is_address
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from .idempotency import original_commit
-from .stamping import constructor, entry_stamper, replacer, slot_layout, stamp_entries, stamp_entry, with_seq
+from .stamping import entry_stamper, replacer, stamp_entries, stamp_entry, with_seq
 
 __all__ = [
     "CommitReader",
@@ -110,8 +110,7 @@ class CommitReader(Protocol):
         ...
 
 
-@attrs.frozen(kw_only=True)
-class PreparedCommit:
+class PreparedCommit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A validated commit not yet applied: committed writes (seqs set) and the result fields.
 
     ``replayed`` is true for a retry of a stored commit: ``writes`` is empty and the result fields are
@@ -124,25 +123,9 @@ class PreparedCommit:
     replayed: bool = False
 
 
-_prepared_commit = constructor(PreparedCommit)
 _value_set_with_seq = replacer(ValueSet, ("seq",))
-_new = object.__new__
 
 
-def _slot_setters(cls: type, *names: str) -> tuple[Any, ...]:
-    layout = slot_layout(cls)
-    if layout is None or set(layout.names) != set(names):
-        raise TypeError(f"{cls.__name__} is expected to be a slotted attrs class with fields {names}")
-    return tuple(layout.setters[name] for name in names)
-
-
-(
-    _set_prepared_writes,
-    _set_prepared_first_seq,
-    _set_prepared_seqs,
-    _set_prepared_timestamp,
-    _set_prepared_replayed,
-) = _slot_setters(PreparedCommit, "writes", "first_seq", "seqs", "timestamp", "replayed")
 # The stampers of the model's entry classes.
 _append_stampers = {cls: entry_stamper(cls) for cls in (*ENTRY_CLASSES.values(), UnknownEntry)}
 
@@ -172,13 +155,15 @@ def prepare_commit(
             _value_set_with_seq(writes[1], first + 1),
         )
         validate_each(reader, committed)
-        return _prepared_commit(committed, first, (first, first + 1), timestamp, False)
+        return PreparedCommit(writes=committed, first_seq=first, seqs=(first, first + 1), timestamp=timestamp)
     check_new_writes(writes)
     stamped = stamp_entries(writes, first, timestamp)
     if stamped is None:
         stamped = tuple(with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
     validate_committed(reader, stamped)
-    return _prepared_commit(stamped, first, tuple(range(first, first + len(stamped))), timestamp, False)
+    return PreparedCommit(
+        writes=stamped, first_seq=first, seqs=tuple(range(first, first + len(stamped))), timestamp=timestamp
+    )
 
 
 def _prepare_branch_append(
@@ -202,12 +187,12 @@ def _prepare_branch_append(
     ):
         return None
     write = EntryWrite(stamp(entry, first, timestamp))
-    prepared: PreparedCommit = _new(PreparedCommit)
-    _set_prepared_writes(prepared, (write, _value_set_with_seq(value_set, first + 1)))
-    _set_prepared_first_seq(prepared, first)
-    _set_prepared_seqs(prepared, (first, first + 1))
-    _set_prepared_timestamp(prepared, timestamp)
-    _set_prepared_replayed(prepared, False)
+    prepared = PreparedCommit(
+        writes=(write, _value_set_with_seq(value_set, first + 1)),
+        first_seq=first,
+        seqs=(first, first + 1),
+        timestamp=timestamp,
+    )
     return prepared
 
 
