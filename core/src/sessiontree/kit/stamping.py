@@ -64,6 +64,10 @@ def stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[
     if any(type(write) is not EntryWrite for write in writes):
         return None
     entries = [write.entry for write in writes]  # type: ignore[union-attr]
+    if all(isinstance(entry, msgspec.Struct) for entry in entries):
+        return tuple(
+            [EntryWrite(_structs_replace(e, seq=seq, timestamp=timestamp)) for seq, e in enumerate(entries, first)]
+        )
     return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
 
 
