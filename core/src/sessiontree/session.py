@@ -89,6 +89,7 @@ ANY_TIP = AnyTip.ANY_TIP
 
 _INACTIVE_MESSAGE = "SessionMutator cannot be used outside its mutation callback"
 _COMMIT_ATTEMPTED_MESSAGE = "SessionMutator commit already attempted"
+_STR = frozenset((str,))
 
 
 def is_pending_assistant_message(message: object) -> bool:
@@ -202,8 +203,9 @@ class _StorageReads:
         """Entries found among ``ids``, in first-occurrence order."""
         self._guard()
         ids = [ids] if isinstance(ids, str) else list(ids)
-        for entry_id in ids:
-            require_str(entry_id, "each of ids")
+        if set(map(type, ids)) - _STR:  # one C pass for the usual all-str list
+            for entry_id in ids:
+                require_str(entry_id, "each of ids")
         return self._storage.get_entries(ids)
 
     def get_value(self, address: Address) -> StoredValue | None:

@@ -30,6 +30,8 @@ def slice_limit(limit: object) -> int | None:
     """JS ``slice(0, max(0, limit))``: truncation, NaN → 0, ``None`` → no limit."""
     if limit is None:
         return None
+    if type(limit) is int:
+        return limit if limit > 0 else 0
     if isinstance(limit, float):
         if math.isnan(limit):
             return 0

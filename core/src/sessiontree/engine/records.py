@@ -11,6 +11,8 @@ call it). :class:`EntryNode` is such a record for backends that have no class of
 
 from __future__ import annotations
 
+import operator
+
 from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias, cast
 
@@ -89,21 +91,24 @@ def entry_of(record: Record) -> Entry:
     return held if held is not None else on_demand.entry
 
 
+_get_held = operator.attrgetter("held")
+_NONE_TYPE = type(None)
+
+
 def entries_of(records: list[Record], *, all_on_demand: bool) -> list[Entry]:
     """``[entry_of(r) for r in records]``; ``all_on_demand`` says that no record is an entry itself
     (a lazy backend's index), which spares a type test per record."""
     if all_on_demand:
         on_demand = cast("list[OnDemandEntry]", records)
+        held = list(map(_get_held, on_demand))
+        if _NONE_TYPE not in set(map(type, held)):  # every entry at hand, found in C
+            return held
         if len(on_demand) > 1:
-            for record in on_demand:
-                if record.held is None:
-                    # A backend that can load many records at once (JSONL: one read and one parse).
-                    load_many = getattr(record, "load_many", None)
-                    if load_many is not None:
-                        return load_many(on_demand)  # type: ignore[no-any-return]
-                    break
-        # Reading ``held`` first skips the ``entry`` call (and its loader) for an entry at hand.
-        return [held if (held := r.held) is not None else r.entry for r in on_demand]
+            # A backend that can load many records at once (JSONL: one read and one parse).
+            load_many = getattr(on_demand[0], "load_many", None)
+            if load_many is not None:
+                return load_many(on_demand)  # type: ignore[no-any-return]
+        return [entry if entry is not None else r.entry for entry, r in zip(held, on_demand, strict=True)]
     return list(map(entry_of, records))
 
 
