@@ -11,7 +11,6 @@ call it). :class:`EntryNode` is such a record for backends that have no class of
 
 from __future__ import annotations
 
-import operator
 
 from collections.abc import Callable
 from typing import Any, Protocol, TypeAlias, cast
@@ -91,17 +90,13 @@ def entry_of(record: Record) -> Entry:
     return held if held is not None else on_demand.entry
 
 
-_get_held = operator.attrgetter("held")
-_NONE_TYPE = type(None)
-
-
 def entries_of(records: list[Record], *, all_on_demand: bool) -> list[Entry]:
     """``[entry_of(r) for r in records]``; ``all_on_demand`` says that no record is an entry itself
     (a lazy backend's index), which spares a type test per record."""
     if all_on_demand:
         on_demand = cast("list[OnDemandEntry]", records)
-        held = list(map(_get_held, on_demand))
-        if _NONE_TYPE not in set(map(type, held)):  # every entry at hand, found in C
+        held = [record.held for record in on_demand]
+        if all(held):  # every entry at hand (an entry is always true, a missing one is None)
             return held
         if len(on_demand) > 1:
             # A backend that can load many records at once (JSONL: one read and one parse).
