@@ -15,25 +15,22 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import repeat
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sessiontree import jsjson
 from sessiontree.errors import StorageError
 from sessiontree.jsjson import MAX_SAFE_INTEGER
 from sessiontree.model import (
-    ABSENT,
     ENTRY_CLASSES,
     BranchSummaryEntry,
     CompactionEntry,
-    CustomEntry,
     Entry,
-    MessageEntry,
 )
 from sessiontree.wire import committed_write_from_wire
 from sessiontree.wire._layout import keys_of
 from sessiontree.wire.converter import WIRE_ORDER, camel
+from sessiontree.wire.entries import build_entries
 from sessiontree.writes import EntryWrite
 
 if TYPE_CHECKING:
@@ -178,7 +175,7 @@ def _build_batch(layout: _Layout, batch: list[tuple[LazyEntryNode, Any, int]]) -
             return None
     if columns["id"] != list(map(_get_id, nodes)):
         return None
-    return _construct(cls, columns, wire_keys, len(records))
+    return build_entries(cls, columns, wire_keys, len(records))
 
 
 def entries_of_layout(layout: _Layout, records: list[dict[str, Any]]) -> list[Entry] | None:
@@ -193,77 +190,10 @@ def entries_of_layout(layout: _Layout, records: list[dict[str, Any]]) -> list[En
         values = columns[name]
         if set(map(type, values)) != {int} or min(values) < 0 or max(values) > MAX_SAFE_INTEGER:
             return None
-    return _construct(cls, columns, wire_keys, len(records))
+    return build_entries(cls, columns, wire_keys, len(records))
 
 
 _PARENT_TYPES = {str, type(None)}
-
-
-def _construct(
-    cls: type, columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int
-) -> list[Entry]:
-    build = _BUILDERS.get(cls)
-    if build is not None:
-        return build(columns, wire_keys, count)
-    names = tuple(columns)
-    rows = zip(*columns.values(), strict=True)
-    return [cls(**dict(zip(names, row, strict=True)), extra={}, wire_keys=wire_keys) for row in rows]
-
-
-def _column(columns: dict[str, list[Any]], name: str, count: int) -> Iterable[Any]:
-    values = columns.get(name)
-    return repeat(ABSENT, count) if values is None else values
-
-
-# The two entry classes runtimes write most, built with their keywords spelled out: a call with a
-# keyword dict per entry costs ~5x a call with the keywords written in it (1.1 vs 0.2 us here).
-def _messages(columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int) -> list[Entry]:
-    return [
-        MessageEntry(
-            id=i,
-            parent_id=p,
-            message=m,
-            terminate=t,
-            custom_type=c,
-            seq=s,
-            timestamp=ts,
-            extra={},
-            wire_keys=wire_keys,
-        )
-        for i, p, m, t, c, s, ts in zip(
-            columns["id"],
-            columns["parent_id"],
-            _column(columns, "message", count),
-            _column(columns, "terminate", count),
-            _column(columns, "custom_type", count),
-            columns["seq"],
-            columns["timestamp"],
-            strict=False,  # the repeats are endless; the columns have ``count`` values each
-        )
-    ]
-
-
-def _customs(columns: dict[str, list[Any]], wire_keys: tuple[str, ...], count: int) -> list[Entry]:
-    return [
-        CustomEntry(
-            id=i, parent_id=p, custom_type=c, data=d, seq=s, timestamp=ts, extra={}, wire_keys=wire_keys
-        )
-        for i, p, c, d, s, ts in zip(
-            columns["id"],
-            columns["parent_id"],
-            _column(columns, "custom_type", count),
-            _column(columns, "data", count),
-            columns["seq"],
-            columns["timestamp"],
-            strict=False,
-        )
-    ]
-
-
-_BUILDERS: dict[type, Callable[[dict[str, list[Any]], tuple[str, ...], int], list[Entry]]] = {
-    MessageEntry: _messages,
-    CustomEntry: _customs,
-}
 
 
 def _parse_group(read_at: Callable[[int, int], bytes], group: list[tuple[int, int]]) -> list[Any] | None:
