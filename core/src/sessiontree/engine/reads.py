@@ -105,19 +105,14 @@ class Reads:
         if not index.on_demand:
             # Every record is its entry; a repeated id keeps its first position.
             return {entry_id: record for entry_id in ids if (record := by_id.get(entry_id)) is not None}  # type: ignore[misc]
-        found: dict[str, Entry] = {}
         if index.on_demand == len(index):
-            for entry_id in ids:
-                record = by_id.get(entry_id)
-                if record is not None and entry_id not in found:
-                    held = record.held  # type: ignore[union-attr]
-                    found[entry_id] = held if held is not None else record.entry  # type: ignore[union-attr]
-            return found
-        for entry_id in ids:
-            record = by_id.get(entry_id)
-            if record is not None and entry_id not in found:
-                found[entry_id] = entry_of(record)
-        return found
+            # A repeated id keeps its first position (and names the same entry).
+            return {
+                entry_id: held if (held := record.held) is not None else record.entry  # type: ignore[union-attr]
+                for entry_id in ids
+                if (record := by_id.get(entry_id)) is not None
+            }
+        return {entry_id: entry_of(record) for entry_id in ids if (record := by_id.get(entry_id)) is not None}
 
     def get_value(self, address: Address) -> StoredValue | None:
         namespace = self._store.values.get(address.namespace)
