@@ -14,8 +14,7 @@ node to the one-at-a-time loader, which raises its errors.
 from __future__ import annotations
 
 import operator
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sessiontree import jsjson
@@ -38,12 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BULK_MIN", "decode_lines", "entries_of_layout", "record_layout"]
 
-_new: Callable[[type], Any] = object.__new__
 _get_id = operator.attrgetter("id")
-
-
-def _drain(iterator: Iterator[object]) -> None:
-    deque(iterator, maxlen=0)
 
 
 BULK_MIN = 4
