@@ -18,25 +18,9 @@ from ..errors import StorageValidationError
 from ..model import Entry, UsageRow
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
-__all__ = ["entry_stamper", "replacer", "stamp_entries", "stamp_entry", "with_seq"]
+__all__ = ["entry_stamper", "stamp_entries", "stamp_entry", "with_seq"]
 
 _structs_replace = msgspec.structs.replace
-
-
-@functools.cache
-def replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
-    """``replace(instance, *values)``: a copy with the fields ``changed`` set to ``values``, for one
-    :class:`msgspec.Struct` or attrs class (checked once, here: a field it lacks is a ``TypeError``)."""
-    if issubclass(cls, msgspec.Struct):
-        names = set(cls.__struct_fields__)
-        copy: Callable[..., Any] = _structs_replace
-    else:
-        names = {field.name for field in attrs.fields(cls) if field.init}
-        copy = attrs.evolve
-    unknown = set(changed) - names
-    if unknown:
-        raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
-    return lambda instance, *values: copy(instance, **dict(zip(changed, values, strict=True)))
 
 
 @functools.cache
@@ -64,10 +48,6 @@ def stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[
     if any(type(write) is not EntryWrite for write in writes):
         return None
     entries = [write.entry for write in writes]  # type: ignore[union-attr]
-    if all(isinstance(entry, msgspec.Struct) for entry in entries):
-        return tuple(
-            [EntryWrite(_structs_replace(e, seq=seq, timestamp=timestamp)) for seq, e in enumerate(entries, first)]
-        )
     return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
 
 

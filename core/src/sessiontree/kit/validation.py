@@ -52,7 +52,7 @@ from ..usage import summable_usage
 from ..values import check_address_parts, is_address
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from .idempotency import original_commit
-from .stamping import entry_stamper, replacer, stamp_entries, stamp_entry, with_seq
+from .stamping import entry_stamper, stamp_entries, stamp_entry, with_seq
 
 __all__ = [
     "CommitReader",
@@ -123,7 +123,6 @@ class PreparedCommit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     replayed: bool = False
 
 
-_value_set_with_seq = replacer(ValueSet, ("seq",))
 
 
 # The stampers of the model's entry classes.
@@ -152,7 +151,7 @@ def prepare_commit(
         check_new_writes(writes)
         committed = (
             stamp_entry(writes[0].entry, first, timestamp),  # type: ignore[attr-defined]
-            _value_set_with_seq(writes[1], first + 1),
+            msgspec.structs.replace(writes[1], seq=first + 1),
         )
         validate_each(reader, committed)
         return PreparedCommit(writes=committed, first_seq=first, seqs=(first, first + 1), timestamp=timestamp)
@@ -188,7 +187,7 @@ def _prepare_branch_append(
         return None
     write = EntryWrite(stamp(entry, first, timestamp))
     prepared = PreparedCommit(
-        writes=(write, _value_set_with_seq(value_set, first + 1)),
+        writes=(write, msgspec.structs.replace(value_set, seq=first + 1)),
         first_seq=first,
         seqs=(first, first + 1),
         timestamp=timestamp,
