@@ -10,12 +10,15 @@ applying them; a replay of stored writes calls :func:`validate_committed`. See
   backend fills in only its persistence hooks (:mod:`sessiontree.kit.state_storage`).
 * :class:`KitSessionRepo` turns a storage factory into a full repository whose sessions are
   :class:`SessionHandle` objects (:mod:`sessiontree.kit.repo`); ``docs/writing-a-backend.md`` shows both.
+* :func:`collector_paused` wraps a bulk decode (many rows or lines at once) so the cycle collector
+  does not walk the containers it builds (:mod:`sessiontree.collector`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..collector import collector_paused
 from .validation import CommitReader, PreparedCommit, prepare_commit, proves_entry_chain, validate_committed
 
 if TYPE_CHECKING:
@@ -31,6 +34,7 @@ __all__ = [
     "PreparedCommit",
     "SessionHandle",
     "StateStorage",
+    "collector_paused",
     "prepare_commit",
     "proves_entry_chain",
     "validate_committed",

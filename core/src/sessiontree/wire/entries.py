@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .. import jsjson
+from ..collector import collector_paused
 from ..errors import StorageFormatError
 from ..model import (
     ABSENT,
@@ -118,6 +119,7 @@ def _getter(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, .
 _plans: dict[tuple[type, tuple[str, ...], str | None], _Plan] = {}
 
 
+@collector_paused()  # ``objs`` may be parsed as they are iterated
 def decode_entries(objs: Iterable[Mapping[str, Any]], *, skip: str | None = None) -> list[Entry]:
     """``decode_entry(obj, skip=skip, keep_seq=True)`` of each object, the same entries built faster.
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sessiontree import jsjson
 from sessiontree.errors import StorageError
 from sessiontree.jsjson import MAX_SAFE_INTEGER
+from sessiontree.kit import collector_paused
 from sessiontree.model import (
     ENTRY_CLASSES,
     BranchSummaryEntry,
@@ -66,6 +67,7 @@ def _read_groups(lines: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     return groups
 
 
+@collector_paused()
 def decode_lines(
     read_at: Callable[[int, int], bytes], nodes: Sequence[LazyEntryNode]
 ) -> tuple[list[tuple[LazyEntryNode, Entry, int]], list[LazyEntryNode]]:

@@ -17,6 +17,7 @@ import attrs
 from sessiontree.engine import SessionState
 from sessiontree.errors import StorageFormatError
 from sessiontree.fs import UTF8_BOM, FileHandle
+from sessiontree.kit import collector_paused
 
 from . import eager
 from .header import JSONL_STORAGE_VERSION, HeaderError, JsonlHeader, parse_session_header
@@ -99,6 +100,7 @@ def check_storage_version(header: JsonlHeader, display_path: str) -> None:
         )
 
 
+@collector_paused()
 def load_generation(
     handle: FileHandle, header: JsonlHeader, body_offset: int, *, display_path: str, size: int | None = None
 ) -> Generation:

@@ -18,7 +18,6 @@ a bounded number of index range queries.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -191,7 +190,7 @@ def scan_rows(
     want_type: str | None = None,
     want_custom: str | None = None,
     cursor: int | None = None,
-) -> Iterator[tuple[Any, ...]]:
+) -> list[tuple[Any, ...]]:
     """The ``entries`` rows (``columns``, prefixed ``e.``) on the chain's path, in the walk's order:
     pi's ``scanBranchSegments`` (stop inclusive, then filters, cursor and limit)."""
     links = list(reversed(chain)) if oldest_first else chain
@@ -200,9 +199,10 @@ def scan_rows(
         ("ASC", ">", "MIN", "<=") if oldest_first else ("DESC", "<", "MAX", ">=")
     )
     stopping = stop_at_type is not None or stop_at_id is not None
+    rows: list[tuple[Any, ...]] = []
     for link in links:
         if remaining is not None and remaining <= 0:
-            return
+            break
         base_args: list[Any] = [session_id, link.branch, link.lower, link.upper]
         stop_seq = None
         if stopping:
@@ -223,9 +223,10 @@ def scan_rows(
         add_filter(sql, args, f" AND b.entry_seq {cursor_op} ?", cursor)
         sql.append(f" ORDER BY b.entry_seq {direction}")
         add_filter(sql, args, " LIMIT ?", remaining)
-        for row in connection.execute("".join(sql), args):
-            yield row
-            if remaining is not None:
-                remaining -= 1
+        found = connection.execute("".join(sql), args).fetchall()
+        rows.extend(found)
+        if remaining is not None:
+            remaining -= len(found)
         if stop_seq is not None:
-            return
+            break
+    return rows

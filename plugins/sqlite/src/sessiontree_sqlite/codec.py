@@ -10,7 +10,7 @@ the entry, as its JSONL backend does), so nothing an entry carries is lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sessiontree import jsjson
@@ -64,12 +64,13 @@ def decode_entry_row(row: tuple[Any, ...]) -> Entry:
     return decode_entry(_entry_object(row), skip=None, keep_seq=True)
 
 
-def decode_entry_rows(rows: Iterable[tuple[Any, ...]]) -> list[Entry]:
+def decode_entry_rows(rows: Sequence[tuple[Any, ...]]) -> list[Entry]:
     """:func:`decode_entry_row` of each row, rows sharing a key layout built from one plan."""
-    return decode_entries(map(_entry_object, rows))
+    parse = jsjson.parser_for([row[6] for row in rows])
+    return decode_entries(_entry_object(row, parse) for row in rows)
 
 
-def _entry_object(row: tuple[Any, ...]) -> dict[str, Any]:
+def _entry_object(row: tuple[Any, ...], parse: Callable[[str], Any] = jsjson.loads) -> dict[str, Any]:
     """The entry's wire object: columns first, payload members, then ``seq`` and ``timestamp``."""
     entry_id, parent_id, seq, entry_type, custom_type, timestamp, payload = row
     obj: dict[str, Any] = {"id": entry_id, "parentId": parent_id, "type": entry_type}
@@ -78,7 +79,7 @@ def _entry_object(row: tuple[Any, ...]) -> dict[str, Any]:
     elif entry_type == "custom":
         raise StorageFormatError(f"Custom entry {entry_id} is missing custom_type")
     try:
-        members = jsjson.loads(payload)
+        members = parse(payload)
     except ValueError as error:
         raise StorageFormatError(f"Invalid payload of SQLite entry {entry_id}: {error}") from None
     if type(members) is not dict:

@@ -21,7 +21,7 @@ from sessiontree.dump import DumpInventory
 from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
-from sessiontree.kit import PreparedCommit, prepare_commit
+from sessiontree.kit import PreparedCommit, collector_paused, prepare_commit
 from sessiontree.kit.state_storage import wall_clock_ms
 from sessiontree.model import (
     ABSENT,
@@ -459,27 +459,27 @@ class SqliteStorage:
             limit = _slice_limit(query.limit)
             if limit == 0:
                 return []
-            return list(
-                scan_rows(
-                    self.connection,
-                    self.session_id,
-                    chain,
-                    columns,
-                    oldest_first=query.order == "oldest_first",
-                    limit=limit,
-                    stop_at_type=query.stop_at_type,
-                    stop_at_id=query.stop_at_id,
-                    want_type=query.type,
-                    want_custom=query.custom_type,
-                    cursor=query.cursor,
-                )
+            return scan_rows(
+                self.connection,
+                self.session_id,
+                chain,
+                columns,
+                oldest_first=query.order == "oldest_first",
+                limit=limit,
+                stop_at_type=query.stop_at_type,
+                stop_at_id=query.stop_at_id,
+                want_type=query.type,
+                want_custom=query.custom_type,
+                cursor=query.cursor,
             )
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
-        return self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
+        with collector_paused():  # the rows and their decoded payloads: many acyclic containers
+            return self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
-        return [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
+        with collector_paused():
+            return [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
@@ -492,7 +492,8 @@ class SqliteStorage:
         add_filter(sql, args, " AND type = ?", query.type)
         add_filter(sql, args, " AND custom_type = ?", query.custom_type)
         _order_limit(sql, args, query.order, limit)
-        return self._entries_of(self._rows("".join(sql), args))
+        with collector_paused():
+            return self._entries_of(self._rows("".join(sql), args))
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         query = query or UsageScan()
