@@ -201,11 +201,6 @@ class EntrySource:
             self._cached += size
             self._evict_over_budget()
 
-    def remember_many(self, nodes: Sequence[LazyEntryNode], entries: Sequence[Entry]) -> None:
-        """:meth:`remember` for each node (one whose span is its object's, ``element`` unset) and its
-        entry, in order, under one lock."""
-        self.remember_sized([(node, entry, node.length) for node, entry in zip(nodes, entries, strict=True)])
-
     def remember_sized(self, decoded: Sequence[tuple[LazyEntryNode, Entry, int]]) -> None:
         """:meth:`remember` for each ``(node, entry, size)``, in order, under one lock."""
         budget = self._cache_bytes

@@ -628,6 +628,6 @@ def _add_nodes(state: SessionState, source: EntrySource, nodes: list[LazyEntryNo
     """Store the pending entry nodes in one batch, keep their entries held, and clear both lists."""
     if nodes:
         state.add_entry_nodes([as_engine_node(node) for node in nodes])
-        source.remember_many(nodes, entries)
+        source.remember_new(nodes, entries, [node.length for node in nodes])
         nodes.clear()
         entries.clear()
