@@ -54,6 +54,7 @@ def view(storage: JsonlStorage, *, read: bool) -> dict[str, Any]:
             for n in nodes
         ],
         "entries": entries,
+        "wire_keys": None if entries is None else [entry.wire_keys for entry in entries],  # equality skips them
         "values": sorted(
             (v.address.namespace, v.address.key, v.seq, json.dumps(v.value)) for v in state.iter_values()
         ),
@@ -165,3 +166,80 @@ def test_files_of_many_entries_a_line_are_decided_from_their_first_lines(
     monkeypatch.setattr(eager_module, "replay_whole", refuse)
     with JsonlStorage.open(path) as storage:
         assert held(storage) == 0 and len(storage.scan_entries()) == entries_per_line * 3
+
+
+def _spy_typed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record whether each open decoded its appends straight into records."""
+    calls: list[bool] = []
+    typed = eager_module._typed_appends
+
+    def spy(lines: list[bytes]) -> Any:
+        decoded = typed(lines)
+        calls.append(decoded is not None)
+        return decoded
+
+    monkeypatch.setattr(eager_module, "_typed_appends", spy)
+    return calls
+
+
+def test_message_appends_decode_straight_into_the_same_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = appends(40, "é {index} \"q\" \\ \t \u0001 😀 \u2028")
+    lines[7][0]["message"]["score"] = 1.0  # a float both paths keep as it is read
+    path = write(tmp_path / "s.jsonl", lines)
+    calls = _spy_typed(monkeypatch)
+    with JsonlStorage.open(path) as typed:
+        assert held(typed) == 40
+        built = view(typed, read=True)
+    assert calls == [True]
+    monkeypatch.setattr(eager_module, "_typed_appends", lambda lines: None)
+    with JsonlStorage.open(path) as general:
+        assert view(general, read=True) == built
+    monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)
+    with JsonlStorage.open(path) as lazy:
+        assert view(lazy, read=True) == built
+
+
+def _not_canonical(lines: list[Any], case: str) -> tuple[list[Any], list[bytes]]:
+    raw: list[bytes] = []
+    if case == "escaped_text":  # the same string, spelled with an escape the encoder does not write
+        raw.append(
+            b'[{"kind":"entry","id":"x","parentId":"e9","type":"message","message":{"content":"\\u00e9"},'
+            b'"seq":900,"timestamp":1},{"kind":"value","op":"set","seq":901,"namespace":"pi.branch.tip",'
+            b'"key":"main","value":"x"}]'
+        )
+    elif case == "duplicate_key":
+        raw.append(
+            b'[{"kind":"entry","id":"x","parentId":"e9","type":"message","message":{"a":1,"a":2},'
+            b'"seq":900,"timestamp":1},{"kind":"value","op":"set","seq":901,"namespace":"pi.branch.tip",'
+            b'"key":"main","value":"x"}]'
+        )
+    elif case == "entry_keys_reordered":
+        lines[3][0] = {key: lines[3][0][key] for key in reversed(list(lines[3][0]))}
+    elif case == "custom_entry":
+        lines[5][0] = {"kind": "entry", "id": "e4", "parentId": "e3", "type": "custom", "customType": "c",
+                       "data": {"x": 1.5}, "seq": lines[5][0]["seq"], "timestamp": 1}
+    elif case == "terminate_member":
+        lines[2][0]["terminate"] = True
+    elif case == "exponent":  # JSON.stringify's spelling; the encoder writes 1e21
+        lines[2][0]["message"]["score"] = 1e21
+    return lines, raw
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["escaped_text", "duplicate_key", "entry_keys_reordered", "custom_entry", "terminate_member", "exponent"],
+)
+def test_appends_not_written_as_the_encoder_writes_take_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    lines, raw = _not_canonical(appends(10), case)
+    path = write(tmp_path / "s.jsonl", lines, raw)
+    calls = _spy_typed(monkeypatch)
+    with JsonlStorage.open(path) as storage:
+        one_pass = view(storage, read=True)
+    assert calls == [False]
+    monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)
+    with JsonlStorage.open(path) as lazy:
+        assert view(lazy, read=True) == one_pass

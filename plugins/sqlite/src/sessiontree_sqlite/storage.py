@@ -41,8 +41,6 @@ from sessiontree.usage import add_usage, summable_usage
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 from .branch_index import append_entry, scan_rows, start_chain
-from .database import rollback
-from .sql import add_filter
 from .codec import (
     ENTRY_COLUMNS,
     STRUCTURE_COLUMNS,
@@ -56,6 +54,8 @@ from .codec import (
     encode_usage_payload,
     encode_usage_row,
 )
+from .database import rollback
+from .sql import add_filter
 
 __all__ = ["SqlReader", "SqliteStorage", "slot_key"]
 
