@@ -49,8 +49,7 @@ def view(storage: JsonlStorage, *, read: bool) -> dict[str, Any]:
     return {
         "file": (generation.body_offset, generation.known_end, generation.line_count),
         "nodes": [
-            (type(n).__name__, n.seq, n.timestamp, n.id, n.parent_id, n.type, n.custom_type,
-             getattr(n, "offset", None), getattr(n, "length", None), getattr(n, "element", None))
+            (type(n).__name__, n.seq, n.timestamp, n.id, n.parent_id, n.type, n.custom_type, designated(storage, n))
             for n in nodes
         ],
         "entries": entries,
@@ -62,6 +61,17 @@ def view(storage: JsonlStorage, *, read: bool) -> dict[str, Any]:
         "next_seq": state.next_seq,
         "stats": state.get_stats(),
     }
+
+
+def designated(storage: JsonlStorage, node: Any) -> bytes | None:
+    """The JSON text of the entry a node points at: its span, or an element of the array line at its span
+    (a node may point at either; the text must be the same)."""
+    if not hasattr(node, "offset"):
+        return None
+    data = storage._generation.source.handle.read_at(node.offset, node.length)
+    if node.element is None:
+        return data
+    return bytes(msgspec.json.decode(data, type=list[msgspec.Raw])[node.element])
 
 
 def held(storage: JsonlStorage) -> int:

@@ -95,7 +95,7 @@ def replay_whole(
             replayer.line = index + 1
             replayer._exact_line(lines[index])
             index += 1
-        if typed and not _apply_typed(replayer, typed, starts, lines, count):
+        if typed is not None and not _apply_typed(replayer, typed, starts, count):
             return None
         replayer.finish()
     except (StorageError, ValueError, TypeError):
@@ -216,23 +216,30 @@ def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: lis
     if entries is None:
         return False
     values = list(map(operator.itemgetter("value"), writes))
-    return _apply_checked(replayer, entries, seqs, write_seqs, addresses, values, starts, lines, first)
+    count = len(run)
+    lengths = [len(line) for line in islice(lines, first, first + count)]
+    offsets = starts[first : first + count]
+    # Each entry is element 0 of its line; a bulk read of these lines keeps it at half the line's bytes.
+    return _apply_checked(
+        replayer, entries, (seqs, write_seqs, addresses, values), (offsets, lengths, 0), first
+    )
 
 
 def _apply_checked(
     replayer: Replayer,
     entries: list[Entry],
-    seqs: list[int],
-    write_seqs: list[int],
-    addresses: list[tuple[str, str]],
-    values: list[Any],
-    starts: list[int],
-    lines: list[bytes],
+    columns: tuple[list[int], list[int], list[tuple[str, str]], list[Any]],
+    spans: tuple[list[int], list[int], int | None],
     first: int,
 ) -> bool:
-    """Apply a run of branch appends (lines ``first`` on: each an entry, then the value set of
-    ``addresses[i]`` to ``values[i]`` at ``write_seqs[i]``) whose seqs, addresses and entries are
-    checked, once the entries are proven a chain of valid inserts; ``False`` when not proven."""
+    """Apply a run of branch appends (lines ``first`` on) whose seqs, addresses and entries are
+    checked, once the entries are proven a chain of valid inserts; ``False`` when not proven.
+
+    ``columns`` are the entries' seqs, then each line's value set: seq, address and value; ``spans``
+    where each entry is: its node's offsets and lengths, and its element of the line (``None``: the
+    span is the entry's own object, which is also what the cache counts; else half the line)."""
+    seqs, write_seqs, addresses, values = columns
+    offsets, lengths, element = spans
     state = replayer.state
     ids = list(map(operator.attrgetter("id"), entries))
     parents = list(map(operator.attrgetter("parent_id"), entries))
@@ -240,7 +247,6 @@ def _apply_checked(
         return False
     count = len(entries)
     source = replayer.source
-    lengths = [len(line) for line in islice(lines, first, first + count)]
     nodes = list(
         map(
             LazyEntryNode,
@@ -250,9 +256,9 @@ def _apply_checked(
             parents,
             map(operator.attrgetter("type"), entries),
             map(operator.attrgetter("custom_type"), entries),
-            islice(starts, first, first + count),
+            offsets,
             lengths,
-            repeat(0, count),
+            repeat(element, count),
             repeat(source.loader, count),
         )
     )
@@ -269,8 +275,7 @@ def _apply_checked(
     replayer.last_seq = write_seqs[-1]
     replayer.line = first + count
     state.set_replayed_next_seq(replayer.last_seq + 1)
-    # What a bulk read of these lines keeps: each entry, at half its line's bytes.
-    source.remember_new(nodes, entries, [length // 2 for length in lengths])
+    source.remember_new(nodes, entries, lengths if element is None else [length // 2 for length in lengths])
     return True
 
 
@@ -306,9 +311,10 @@ def _first_entry_line(lines: list[bytes]) -> int:
     return next((index for index, line in enumerate(lines) if line.startswith(_ENTRY_LINE)), len(lines))
 
 
-def _typed_appends(lines: list[bytes]) -> list[tuple[_MessageRecord, _ValueSetRecord]] | None:
-    """The lines decoded straight into records when every one is a message branch append written as
-    the encoder writes it (``None`` otherwise: the general path parses them).
+def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[_MessageRecord, _ValueSetRecord]], list[int]] | None:
+    """The lines decoded straight into records, with the length of each line's entry object, when
+    every one is a message branch append written as the encoder writes it (``None`` otherwise: the
+    general path parses them).
 
     A runtime's session is such lines only; msgspec builds the records and the message payloads in
     one C pass per line (about half of ``orjson.loads`` to dicts). Re-encoding each record gives back
@@ -322,19 +328,26 @@ def _typed_appends(lines: list[bytes]) -> list[tuple[_MessageRecord, _ValueSetRe
         decoded = list(map(_decode_append, lines))
     except msgspec.DecodeError:  # also a ValidationError: another shape
         return None
-    if not all(map(operator.eq, map(_encode_record, decoded), lines)):
+    entries = [_encode_record(entry) for entry, _ in decoded]
+    rebuilt = map(b"".join, zip(repeat(b"["), entries, repeat(b","), map(_encode_second, decoded), repeat(b"]")))
+    if not all(map(operator.eq, rebuilt, lines)):
         return None
-    return decoded
+    return decoded, list(map(len, entries))
+
+
+def _encode_second(pair: tuple[Any, Any]) -> bytes:
+    return _encode_record(pair[1])
 
 
 def _apply_typed(
     replayer: Replayer,
-    decoded: list[tuple[_MessageRecord, _ValueSetRecord]],
+    typed: tuple[list[tuple[_MessageRecord, _ValueSetRecord]], list[int]],
     starts: list[int],
-    lines: list[bytes],
     first: int,
 ) -> bool:
-    """:func:`_apply_run` for lines ``first`` on, decoded by :func:`_typed_appends`."""
+    """:func:`_apply_run` for lines ``first`` on, decoded by :func:`_typed_appends`; each node's span
+    is its entry's object (after the line's ``[``)."""
+    decoded, lengths = typed
     records = list(map(_first, decoded))
     writes = list(map(_second, decoded))
     if set(map(_get_record_type, records)) != {"message"} or set(map(_get_op, writes)) != {"set"}:
@@ -363,7 +376,8 @@ def _apply_typed(
     }
     entries = build_entries(MessageEntry, columns, _MESSAGE_WIRE_KEYS, len(records))
     values = list(map(_get_record_value, writes))
-    return _apply_checked(replayer, entries, seqs, write_seqs, addresses, values, starts, lines, first)
+    offsets = [start + 1 for start in islice(starts, first, first + len(records))]
+    return _apply_checked(replayer, entries, (seqs, write_seqs, addresses, values), (offsets, lengths, None), first)
 
 
 _get_record_type = operator.attrgetter("type")

@@ -213,9 +213,8 @@ class OpenFork:
         state.add_entry_nodes(nodes)  # type: ignore[arg-type]
         if writes:
             state.apply_committed(writes)
-        mark = state.commits.mark
-        for seq, _line in self.lines:  # a line is one commit, as a replay records it
-            mark(seq, seq + 1, 1 if seq in entry_seqs else 0)
+        seqs = [seq for seq, _line in self.lines]  # a line is one commit, as a replay records it
+        state.commits.mark_many(seqs, [seq + 1 for seq in seqs], [int(seq in entry_seqs) for seq in seqs])
         if self.lines:
             state.set_replayed_next_seq(self.lines[-1][0] + 1)
         next_seq = self.result.header.next_seq
