@@ -326,13 +326,20 @@ def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[_MessageRecord, _Valu
         return None
     try:
         decoded = list(map(_decode_append, lines))
-    except msgspec.DecodeError:  # also a ValidationError: another shape
+        entries = [_encode_record(entry) for entry, _ in decoded]
+        rebuilt = list(
+            map(b"".join, zip(repeat(b"["), entries, repeat(b","), map(_encode_second, decoded), repeat(b"]")))
+        )
+    except _NOT_TYPED:
         return None
-    entries = [_encode_record(entry) for entry, _ in decoded]
-    rebuilt = map(b"".join, zip(repeat(b"["), entries, repeat(b","), map(_encode_second, decoded), repeat(b"]")))
-    if not all(map(operator.eq, rebuilt, lines)):
+    if rebuilt != lines:
         return None
     return decoded, list(map(len, entries))
+
+
+# Another shape (a ValidationError is a DecodeError), or nesting too deep for msgspec, which recurses
+# on the caller's stack.
+_NOT_TYPED = (msgspec.DecodeError, msgspec.EncodeError, RecursionError, UnicodeDecodeError)
 
 
 def _encode_second(pair: tuple[Any, Any]) -> bytes:
