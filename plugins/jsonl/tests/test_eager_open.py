@@ -74,6 +74,15 @@ def designated(storage: JsonlStorage, node: Any) -> bytes | None:
     return bytes(msgspec.json.decode(data, type=list[msgspec.Raw])[node.element])
 
 
+def outcome(path: Path) -> Any:
+    """The view of the opened and read file, or the error opening or reading it raised."""
+    try:
+        with JsonlStorage.open(path) as storage:
+            return view(storage, read=True)
+    except Exception as error:  # noqa: BLE001 - the error itself is the outcome compared
+        return (type(error).__name__, str(error))
+
+
 def held(storage: JsonlStorage) -> int:
     return sum(node.held is not None for node in storage._generation.state.iter_nodes())
 
@@ -135,17 +144,9 @@ def test_what_one_pass_cannot_prove_opens_as_the_lazy_replay_does(
 ) -> None:
     lines, raw = _odd(appends(10), case)
     path = write(tmp_path / "s.jsonl", lines, raw)
-
-    def outcome() -> Any:
-        try:
-            with JsonlStorage.open(path) as storage:
-                return view(storage, read=True)
-        except Exception as error:  # noqa: BLE001 - the error itself is the outcome compared
-            return (type(error).__name__, str(error))
-
-    one_pass = outcome()
+    one_pass = outcome(path)
     monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)
-    assert outcome() == one_pass
+    assert outcome(path) == one_pass
 
 
 def test_entries_remembered_at_once_keep_the_cache_budget(tmp_path: Path) -> None:
@@ -256,15 +257,7 @@ def test_appends_not_written_as_the_encoder_writes_take_the_general_path(
     lines, raw = _not_canonical(appends(10), case)
     path = write(tmp_path / "s.jsonl", lines, raw)
     calls = _spy_typed(monkeypatch)
-
-    def outcome() -> Any:
-        try:
-            with JsonlStorage.open(path) as storage:
-                return view(storage, read=True)
-        except Exception as error:  # noqa: BLE001 - the error itself is the outcome compared
-            return (type(error).__name__, str(error))
-
-    one_pass = outcome()
+    one_pass = outcome(path)
     assert calls == [False]
     monkeypatch.setattr(eager_module, "EAGER_MAX_BYTES", -1)
-    assert outcome() == one_pass
+    assert outcome(path) == one_pass

@@ -24,6 +24,7 @@ parser may still read it), an integer beyond 2**53, another line shape, a failed
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable
 from itertools import accumulate, islice, repeat, starmap
 from typing import Any, cast
 
@@ -204,13 +205,8 @@ def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: lis
     writes = list(map(_second, run))
     seqs = list(map(operator.methodcaller("get", "seq"), records))
     write_seqs = list(map(_get_seq, writes))
-    order = [seq for pair in zip(seqs, write_seqs) for seq in pair]
-    if set(map(type, order)) != {int} or not all(map(operator.lt, order, islice(order, 1, None))):
-        return False
-    if set(map(operator.itemgetter("op"), writes)) != {"set"}:
-        return False
-    addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes)))
-    if not all(starmap(is_address, set(addresses))):
+    addresses = list(zip(map(_get_namespace, writes), map(_get_key, writes), strict=True))
+    if not _writes_in_order(seqs, write_seqs, map(operator.itemgetter("op"), writes), addresses):
         return False
     entries = _entries(records)
     if entries is None:
@@ -222,6 +218,20 @@ def _apply_run(replayer: Replayer, run: list[Any], starts: list[int], lines: lis
     # Each entry is element 0 of its line; a bulk read of these lines keeps it at half the line's bytes.
     return _apply_checked(
         replayer, entries, (seqs, write_seqs, addresses, values), (offsets, lengths, 0), first
+    )
+
+
+def _writes_in_order(
+    seqs: list[Any], write_seqs: list[Any], ops: Iterable[Any], addresses: list[tuple[Any, Any]]
+) -> bool:
+    """Whether each line's entry seq, then its value set's, rise strictly across the run (integers
+    all), every value write is a set and every address is valid."""
+    order = [seq for pair in zip(seqs, write_seqs, strict=True) for seq in pair]
+    return (
+        set(map(type, order)) == {int}
+        and all(map(operator.lt, order, islice(order, 1, None)))
+        and set(ops) == {"set"}
+        and all(starmap(is_address, set(addresses)))
     )
 
 
@@ -302,7 +312,7 @@ class _ValueSetRecord(msgspec.Struct, tag_field="kind", tag="value", forbid_unkn
 
 _decode_append = msgspec.json.Decoder(tuple[_MessageRecord, _ValueSetRecord]).decode
 _encode_record = msgspec.json.Encoder().encode
-_MESSAGE_WIRE_KEYS = ("kind", "id", "parentId", "type", "message", "seq", "timestamp")
+_MESSAGE_WIRE_KEYS = ("kind", *(field.encode_name for field in msgspec.structs.fields(_MessageRecord)))
 _ENTRY_LINE = b'[{"kind":"entry",'
 
 
@@ -327,9 +337,10 @@ def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[_MessageRecord, _Valu
     try:
         decoded = list(map(_decode_append, lines))
         entries = [_encode_record(entry) for entry, _ in decoded]
-        rebuilt = list(
-            map(b"".join, zip(repeat(b"["), entries, repeat(b","), map(_encode_second, decoded), repeat(b"]")))
-        )
+        rebuilt = [
+            b"".join((b"[", entry, b",", _encode_record(value), b"]"))
+            for entry, (_, value) in zip(entries, decoded, strict=True)
+        ]
     except _NOT_TYPED:
         return None
     if rebuilt != lines:
@@ -340,10 +351,6 @@ def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[_MessageRecord, _Valu
 # Another shape (a ValidationError is a DecodeError), or nesting too deep for msgspec, which recurses
 # on the caller's stack.
 _NOT_TYPED = (msgspec.DecodeError, msgspec.EncodeError, RecursionError, UnicodeDecodeError)
-
-
-def _encode_second(pair: tuple[Any, Any]) -> bytes:
-    return _encode_record(pair[1])
 
 
 def _apply_typed(
@@ -357,7 +364,7 @@ def _apply_typed(
     decoded, lengths = typed
     records = list(map(_first, decoded))
     writes = list(map(_second, decoded))
-    if set(map(_get_record_type, records)) != {"message"} or set(map(_get_op, writes)) != {"set"}:
+    if set(map(_get_record_type, records)) != {"message"}:
         return False
     ids = list(map(_get_record_id, records))
     parents = list(map(_get_record_parent, records))
@@ -365,14 +372,11 @@ def _apply_typed(
         return False
     seqs = list(map(_get_record_seq, records))
     write_seqs = list(map(_get_record_seq, writes))
-    order = [seq for pair in zip(seqs, write_seqs, strict=True) for seq in pair]
-    if not all(map(operator.lt, order, islice(order, 1, None))) or order[0] < 0:
+    addresses = list(zip(map(_get_record_namespace, writes), map(_get_record_key, writes), strict=True))
+    if not _writes_in_order(seqs, write_seqs, map(_get_op, writes), addresses) or seqs[0] < 0:
         return False
     timestamps = list(map(_get_record_timestamp, records))
-    if min(timestamps) < 0 or max((*timestamps, order[-1])) > jsjson.MAX_SAFE_INTEGER:
-        return False
-    addresses = list(zip(map(_get_record_namespace, writes), map(_get_record_key, writes), strict=True))
-    if not all(starmap(is_address, set(addresses))):
+    if min(timestamps) < 0 or max((*timestamps, write_seqs[-1])) > jsjson.MAX_SAFE_INTEGER:
         return False
     columns = {
         "id": ids,
