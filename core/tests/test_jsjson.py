@@ -510,7 +510,7 @@ def test_ordinary_records_take_the_orjson_path() -> None:
         "seq": 4,
         "timestamp": 1785000004000,
     }
-    assert jsjson._orjson_is_exact(orjson.dumps(record))
+    assert jsjson.is_exact_text(orjson.dumps(record))
 
 
 # --- node's JSON.stringify / JSON.parse as the oracle ------------------------------------------
@@ -658,11 +658,25 @@ def test_dumpb_many_sends_every_value_to_the_exact_encoder_when_one_is_not_exact
 )
 def test_the_exactness_gates_open_for_each_number_orjson_writes_otherwise(number: str, template: str) -> None:
     # The substring gates in front of the regexes must let every such number through to them.
-    assert not jsjson._orjson_is_exact(template.format(n=number).encode())
+    assert not jsjson.is_exact_text(template.format(n=number).encode())
 
 
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=4), st.uuids())
 def test_gated_exactness_check_agrees_with_the_regexes(numbers: list[float], uid: Any) -> None:
     data = orjson.dumps({"id": str(uid), "numbers": numbers})
     ungated = not (jsjson._INTEGRAL_FLOAT.search(data) or jsjson._POSITIONAL_EXPONENT.search(data))
-    assert jsjson._orjson_is_exact(data) == ungated
+    assert jsjson.is_exact_text(data) == ungated
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b'{"data":{"details":1},"d":"dd"}', b'["done","d1"]', b'{"text":"e.g. do it","x":"re-do"}'],
+)
+def test_letters_never_read_as_digits_in_the_exactness_gate(text: bytes) -> None:
+    # Keys and elements that start with the letter d, and "d" after "." or "e-", are exact text.
+    assert jsjson.is_exact_text(text)
+
+
+@pytest.mark.parametrize("text", [b'{"0":1}', b'{"a":1,"9":2}', b'["x","7"]'])
+def test_a_digit_led_key_or_element_closes_the_exactness_gate(text: bytes) -> None:
+    assert not jsjson.is_exact_text(text)

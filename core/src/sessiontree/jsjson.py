@@ -36,8 +36,10 @@ __all__ = [
     "dumps",
     "format_number",
     "is_array_index",
+    "is_exact_text",
     "is_stringify_output",
     "may_hold_unsafe_integers",
+    "orjson_parts",
     "loads",
     "parser_for",
 ]
@@ -252,25 +254,28 @@ _ORJSON_OPTIONS = (
 # exponent JS writes positionally (e+16..e+20, e-6), a digit-led key (JS puts index keys first) and ABSENT
 # (an Enum, which orjson writes as its value). Outside string literals those show as the byte patterns
 # below; a hit inside a string literal only costs a needless slow path. Inside a JSON string a quote is
-# always escaped, so '{"d' / ',"d' (digits mapped to 'd') can only open a key or an array element.
+# always escaped, so '{"0' / ',"0' can only open a key or an array element.
 _DIGITS_AS_D = bytes(0x64 if 0x30 <= b <= 0x39 else b for b in range(256))
-# One translation folds the patterns so that four substring scans gate them all: digits -> 'd', '{' -> ','
-# (so ',"d' covers both openers) and '+' -> '-' (so 'e-d' covers every exponent). A gate that opens only
-# runs the exact regex on the original bytes.
+# One translation folds the patterns so that four substring scans gate them all: digits -> 0x01 (a byte
+# orjson never writes raw, so no letter reads as a digit: '"data"' opens no gate), '{' -> ',' (so one
+# needle covers both openers) and '+' -> '-' (so one needle covers every exponent). A gate that opens
+# only runs the exact regex on the original bytes.
 _FOLDED = bytes(
-    0x64 if 0x30 <= b <= 0x39 else 0x2C if b == 0x7B else 0x2D if b == 0x2B else b for b in range(256)
+    0x01 if 0x30 <= b <= 0x39 else 0x2C if b == 0x7B else 0x2D if b == 0x2B else b for b in range(256)
 )
 _INTEGRAL_FLOAT = re.compile(rb"\.0(?:[,\]}]|$)")
 _POSITIONAL_EXPONENT = re.compile(rb"e(?:\+(?:1[6-9]|20)|-6)(?:[,\]}]|$)")
 
 
-def _orjson_is_exact(data: bytes) -> bool:
+def is_exact_text(data: bytes) -> bool:
+    """True when orjson output ``data`` (see :func:`orjson_parts`) is byte for byte what
+    ``JSON.stringify`` writes; ``False`` means "not proven" (encode with :func:`dumpb`)."""
     folded = data.translate(_FOLDED)
-    if b',"d' in folded or b'"ABSENT"' in folded:
+    if b',"\x01' in folded or b'"ABSENT"' in folded:
         return False
-    if b".d" in folded and _INTEGRAL_FLOAT.search(data) is not None:
+    if b".\x01" in folded and _INTEGRAL_FLOAT.search(data) is not None:
         return False
-    if b"e-d" in folded and _POSITIONAL_EXPONENT.search(data) is not None:
+    if b"e-\x01" in folded and _POSITIONAL_EXPONENT.search(data) is not None:
         return False
     return True
 
@@ -285,7 +290,7 @@ def dumpb(value: JsonValue) -> bytes:
         data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return _slow_dumps(value).encode("utf-8")
-    if _orjson_is_exact(data):
+    if is_exact_text(data):
         return data
     return _slow_dumps(value).encode("utf-8")
 
@@ -297,13 +302,20 @@ def dumpb_many(values: Sequence[JsonValue]) -> list[bytes]:
     comma-joined whole, so a clean whole means every encoding is exact. Otherwise each value goes
     through :func:`dumpb` on its own.
     """
-    try:
-        parts = [orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS) for value in values]
-    except TypeError:
-        return [dumpb(value) for value in values]
-    if _orjson_is_exact(b",".join(parts)):
+    parts = orjson_parts(values)
+    if parts is not None and is_exact_text(b",".join(parts)):
         return parts
     return [dumpb(value) for value in values]
+
+
+def orjson_parts(values: Sequence[JsonValue]) -> list[bytes] | None:
+    """orjson's encoding of each value, or ``None`` when orjson refuses one (a class, key or integer
+    beyond 2**53 that only the exact encoder writes). Each is :func:`dumpb`'s output when
+    :func:`is_exact_text` holds for it, or for any text that contains it between commas or brackets."""
+    try:
+        return [orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS) for value in values]
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
 
 
 def is_stringify_output(data: bytes) -> bool:
@@ -319,7 +331,7 @@ def is_stringify_output(data: bytes) -> bool:
     return (
         encoded == data
         and _SIXTEEN_DIGITS not in data.translate(_DIGITS_AS_D)  # loads would turn such ints into doubles
-        and _orjson_is_exact(data)
+        and is_exact_text(data)
     )
 
 
@@ -332,7 +344,7 @@ def dumps(value: JsonValue) -> str:
         data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:
         return _slow_dumps(value)
-    if _orjson_is_exact(data):
+    if is_exact_text(data):
         return data.decode("utf-8")
     return _slow_dumps(value)
 

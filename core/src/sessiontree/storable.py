@@ -22,7 +22,7 @@ from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow, record_fields
 from .wire import entry_to_wire, usage_row_to_wire
 from .writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
-__all__ = ["check_new_writes", "proves_new_entry_and_value"]
+__all__ = ["check_new_writes", "proves_encoded_entries", "proves_new_entry_and_value"]
 
 _ENTRY_TYPES = frozenset((*ENTRY_CLASSES.values(), UnknownEntry))
 
@@ -120,6 +120,22 @@ def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
     except TypeError:
         return False
     return b"null" not in data
+
+
+def proves_encoded_entries(entries: Sequence[Any], text: bytes) -> bool:
+    """True when ``text``, holding orjson's encodings (:func:`sessiontree.jsjson.orjson_parts`) of the
+    committed records of ``entries`` (of the model's classes, stamped) and nothing else, proves them
+    storable: string ids, string or null parents, and ``null`` nowhere but in the roots' ``parentId``
+    (orjson writes NaN and infinities as null). A backend that encodes a commit before it is validated
+    spares the content check this way (:meth:`sessiontree.kit.StateStorage.encode_commit`). False means
+    "not proven"."""
+    if set(map(type, map(_get_id, entries))) != _STRING:
+        return False
+    parents = list(map(_get_parent_id, entries))
+    if not set(map(type, parents)) <= _STRING_OR_NONE:
+        return False
+    # Each root writes "parentId":null, so the count is at least the roots; equal means no other null.
+    return text.count(b"null") == parents.count(None)
 
 
 def _payload_names(cls: type) -> list[str]:

@@ -11,8 +11,8 @@ a file-backed storage may store on-demand records instead, whose payload stays o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import cast
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from ..contracts import ForkOptions
 from ..errors import StorageValidationError
@@ -47,10 +47,14 @@ class SessionState(Reads):
     # --- commits -------------------------------------------------------------------------------
 
     def prepare_commit(
-        self, writes: Sequence[Write], timestamp: int, expectations: Expectations | None = None
+        self,
+        writes: Sequence[Write],
+        timestamp: int,
+        expectations: Expectations | None = None,
+        encode: Callable[[tuple[Write, ...]], Any] | None = None,
     ) -> PreparedCommit:
         """The commit validator (:func:`sessiontree.kit.prepare_commit`) over this state. Mutates nothing."""
-        return prepare_commit(self, writes, timestamp, expectations)
+        return prepare_commit(self, writes, timestamp, expectations, encode)
 
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""

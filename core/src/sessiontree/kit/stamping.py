@@ -8,6 +8,8 @@ of a third party's attrs class is copied by ``attrs.evolve``.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,10 +47,20 @@ def stamp_entry(entry: Entry, seq: int, timestamp: int) -> EntryWrite:
 
 def stamp_entries(writes: Sequence[Write], first: int, timestamp: int) -> tuple[Write, ...] | None:
     """:func:`with_seq` over a batch of entry inserts, or ``None`` when ``writes`` holds anything else."""
-    if any(type(write) is not EntryWrite for write in writes):
+    if set(map(type, writes)) != _ENTRY_WRITE:
         return None
-    entries = [write.entry for write in writes]  # type: ignore[union-attr]
-    return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
+    entries = list(map(_get_entry, writes))
+    classes = set(map(type, entries))
+    stamp = entry_stamper(classes.pop()) if len(classes) == 1 else None
+    if stamp is None:
+        return tuple([stamp_entry(entry, seq, timestamp) for seq, entry in enumerate(entries, first)])
+    # One class (the usual batch): its stamper once, then the copies in C-level loops.
+    seqs = range(first, first + len(entries))
+    return tuple(map(EntryWrite, map(stamp, entries, seqs, itertools.repeat(timestamp))))
+
+
+_ENTRY_WRITE = {EntryWrite}
+_get_entry = operator.attrgetter("entry")
 
 
 def with_seq(write: Write, seq: int, timestamp: int) -> Write:

@@ -71,6 +71,7 @@ class StateStorage:
 
     _no_other_writers = True
     _memory_only = True
+    _encodes = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -78,6 +79,7 @@ class StateStorage:
         base = StateStorage
         cls._no_other_writers = cls.write_lock is base.write_lock and cls.catch_up is base.catch_up
         cls._memory_only = cls.persist is base.persist and cls.apply is base.apply
+        cls._encodes = cls.encode_commit is not base.encode_commit
 
     def __init__(self, *, now: Callable[[], int] | None = None, state: SessionState | None = None) -> None:
         self._now = now or wall_clock_ms
@@ -117,6 +119,14 @@ class StateStorage:
     def catch_up(self, lock: Any) -> None:
         """Apply what other writers committed since this storage last read (under the writer lock,
         before validation). The default has no other writers."""
+
+    def encode_commit(self, stamped: tuple[Write, ...]) -> Any:
+        """Encode a batch of entry inserts (stamped, of the model's classes) as :meth:`persist` would
+        write them, during validation and before the content check, when the encoding proves the
+        content storable (e.g. :func:`sessiontree.storable.proves_encoded_entries`); else ``None``.
+        What it returns reaches :meth:`persist` as ``prepared.encoded`` and spares the content check
+        (one pass over the content instead of two). Not overridden, it is never called."""
+        return None
 
     def persist(self, lock: Any, prepared: PreparedCommit) -> Any:
         """Write a validated commit durably before it is applied; if this raises, nothing is applied.
@@ -184,7 +194,8 @@ class StateStorage:
         self, lock: Any, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
     ) -> CommitResult:
         """Validate, persist and apply one commit, holding the writer lock and caught up."""
-        prepared = self._state.prepare_commit(writes, timestamp, expectations)
+        encode = self.encode_commit if type(self)._encodes else None
+        prepared = self._state.prepare_commit(writes, timestamp, expectations, encode)
         if prepared.replayed:  # a retry of a stored commit: its original result, nothing written
             with self._queue.state_lock:
                 stats = self.current_stats()

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from typing import Any, Protocol, cast
 
 import msgspec
@@ -121,6 +121,8 @@ class PreparedCommit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     seqs: tuple[int, ...]
     timestamp: int
     replayed: bool = False
+    encoded: Any = None
+    """What the backend's ``encode`` gave :func:`prepare_commit` for these writes (``None`` if nothing)."""
 
 
 
@@ -130,10 +132,20 @@ _append_stampers = {cls: entry_stamper(cls) for cls in (*ENTRY_CLASSES.values(),
 
 
 def prepare_commit(
-    reader: CommitReader, writes: Sequence[Write], timestamp: int, expectations: Expectations | None = None
+    reader: CommitReader,
+    writes: Sequence[Write],
+    timestamp: int,
+    expectations: Expectations | None = None,
+    encode: Callable[[tuple[Write, ...]], Any] | None = None,
 ) -> PreparedCommit:
     """Check the preconditions and that ``writes`` can be stored, assign seqs from ``reader.next_seq``
-    and the one timestamp, then validate. Reads only; raises at the first problem."""
+    and the one timestamp, then validate. Reads only; raises at the first problem.
+
+    ``encode`` (a backend's :meth:`~sessiontree.kit.StateStorage.encode_commit`) is offered a batch of
+    entry inserts of the model's classes once stamped, before the content check: what it returns, when
+    not ``None``, stands for that check (the encoding proved the content storable) and is kept as
+    :attr:`PreparedCommit.encoded`. Errors keep their order: only content that passes the check is
+    proven, and stamping such a batch cannot fail."""
     if expectations is not None:
         if expectations.idempotent:
             # Before the preconditions: the original commit moved what a retry expects.
@@ -155,14 +167,37 @@ def prepare_commit(
         )
         validate_each(reader, committed)
         return PreparedCommit(writes=committed, first_seq=first, seqs=(first, first + 1), timestamp=timestamp)
-    check_new_writes(writes)
-    stamped = stamp_entries(writes, first, timestamp)
+    stamped = None
+    encoded = None
+    if encode is not None and _model_entry_inserts(writes):
+        stamped = stamp_entries(writes, first, timestamp)
+        encoded = encode(stamped)  # type: ignore[arg-type]
+    if encoded is None:
+        check_new_writes(writes)
+    if stamped is None:
+        stamped = stamp_entries(writes, first, timestamp)
     if stamped is None:
         stamped = tuple(with_seq(w, first + i, timestamp) for i, w in enumerate(writes))
     validate_committed(reader, stamped)
     return PreparedCommit(
-        writes=stamped, first_seq=first, seqs=tuple(range(first, first + len(stamped))), timestamp=timestamp
+        writes=stamped,
+        first_seq=first,
+        seqs=tuple(range(first, first + len(stamped))),
+        timestamp=timestamp,
+        encoded=encoded,
     )
+
+
+def _model_entry_inserts(writes: Sequence[Write]) -> bool:
+    """True for a non-empty batch of entry inserts, each entry of one of the model's classes."""
+    return (
+        set(map(type, writes)) == _ENTRY_WRITE
+        and set(map(type, map(_get_entry, writes))) <= _append_stampers.keys()
+    )
+
+
+_ENTRY_WRITE = {EntryWrite}
+_get_entry = operator.attrgetter("entry")
 
 
 def _prepare_branch_append(

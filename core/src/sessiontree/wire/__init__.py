@@ -27,7 +27,8 @@ written again (fork copies, upgrades) 1.28x (0.91-1.98); a JSONL line parsed and
 
 Modules: :mod:`.usage` (usage, cost, usage rows), :mod:`.entries`, :mod:`.values` (addresses, stored
 values, list elements, stats, commit results), :mod:`.metadata`, :mod:`.records` (committed-record checks,
-JSONL transactions), :mod:`.inputs` (new writes), :mod:`.converter`.
+JSONL transactions), :mod:`.inputs` (new writes), :mod:`.converter`, :mod:`.plain` (records whose JSON
+text needs no exactness check).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .records import (
     check_committed_record,
     committed_write_from_wire,
     committed_write_to_wire,
+    committed_writes_to_wire,
     decode_transaction,
     encode_transaction,
     encode_transaction_bytes,
@@ -86,6 +88,7 @@ __all__ = [
     "commit_result_to_wire",
     "committed_write_from_wire",
     "committed_write_to_wire",
+    "committed_writes_to_wire",
     "cost_from_wire",
     "cost_to_wire",
     "decode_transaction",

@@ -21,6 +21,7 @@ __all__ = [
     "check_committed_record",
     "committed_write_from_wire",
     "committed_write_to_wire",
+    "committed_writes_to_wire",
     "decode_transaction",
     "encode_transaction",
     "encode_transaction_bytes",
@@ -30,6 +31,8 @@ _ADDRESS_KNOWN = frozenset(("kind", "op", "seq", "namespace", "key"))
 _ADDRESS_KNOWN_WITH_VALUE = _ADDRESS_KNOWN | {"value"}
 committed_write_to_wire = _committed_record = CONVERTER.committed_record
 """The committed record of a write as a JSONL line holds it (§1.4 order, or the order read)."""
+committed_writes_to_wire = CONVERTER.committed_records
+"""``[committed_write_to_wire(w) for w in writes]``, a batch of one entry class in one step."""
 
 
 def check_committed_record(obj: object) -> int:

@@ -22,9 +22,11 @@ commit upgrades it to format 4 in place, keeping the original bytes as ``<file>.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import operator
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -43,6 +45,7 @@ from sessiontree.errors import (
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
 from sessiontree.kit import StateStorage, wall_clock_ms
+from sessiontree.storable import proves_encoded_entries
 from sessiontree.model import (
     CommitResult,
     Entry,
@@ -52,7 +55,8 @@ from sessiontree.model import (
     Usage,
     UsageRow,
 )
-from sessiontree.wire import committed_write_to_wire, usage_from_wire
+from sessiontree.wire import committed_writes_to_wire, usage_from_wire
+from sessiontree.wire.plain import are_plain_message_records
 from sessiontree.writes import EntryWrite, UsageWrite, Write
 
 from .export import file_inventory, file_transactions
@@ -62,10 +66,11 @@ from .io import Durability, check_durability, io_error, io_errors, publish_atomi
 from .legacy_v3 import LegacyV3Error, LegacyV3Header, LegacyV3Options, LegacyV3Source
 from .loading import Generation, catch_up, load_generation, parse_header, read_header_line
 from .locking import locked_session_file
-from .replay import EntrySource, LazyEntryNode, as_engine_node
+from .replay import EntrySource, LazyEntryNode
 
 if TYPE_CHECKING:
     from .compaction import CompactionReport
+    from sessiontree.engine.records import Record
 
 __all__ = ["JsonlStorage", "wall_clock_ms"]
 
@@ -360,10 +365,16 @@ class JsonlStorage(StateStorage):
             return self.empty_result(timestamp)
         return self._upgrade(lock, legacy, tuple(writes), timestamp, expectations)
 
+    def encode_commit(self, stamped: tuple[Write, ...]) -> Any:
+        """The line of a batch of entry inserts, encoded during validation when the encoding proves the
+        content storable (``None`` otherwise); :meth:`persist` writes it."""
+        return _encode_proven_line(stamped)  # type: ignore[arg-type]
+
     def persist(self, lock: FileHandle, prepared: PreparedCommit) -> tuple[int, int, list[tuple[int, int]]]:
         """Append the commit's line (fsynced for ``"fsync"``); on failure cut the file back to its last
         complete line. Returns the line's offset and length and each write's span in it."""
-        line, spans = _encode_line(prepared.writes)
+        encoded = prepared.encoded
+        line, spans = _encode_line(prepared.writes) if encoded is None else encoded
         start = self._generation.known_end
         try:
             lock.append(line)
@@ -581,15 +592,39 @@ class JsonlStorage(StateStorage):
 
 def _encode_line(writes: Sequence[Write]) -> tuple[bytes, list[tuple[int, int]]]:
     """The transaction line (with LF) and the ``(offset in line, length)`` of every write's object."""
-    parts = jsjson.dumpb_many([committed_write_to_wire(w) for w in writes])
+    return _joined(jsjson.dumpb_many(committed_writes_to_wire(writes)))
+
+
+def _encode_proven_line(stamped: Sequence[EntryWrite]) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """:func:`_encode_line` of entry inserts when orjson's encoding proves their content storable
+    (:func:`~sessiontree.storable.proves_encoded_entries`), else ``None``. The one encoding pass over
+    the content is also its proof; the exactness gate runs once over the whole line, unless the records
+    have the plain shape that needs neither (:mod:`sessiontree.wire.plain`)."""
+    records = committed_writes_to_wire(stamped)
+    parts = jsjson.orjson_parts(records)
+    if parts is None:
+        return None
+    line, spans = _joined(parts)
+    if are_plain_message_records(records):
+        return line, spans
+    if not proves_encoded_entries([write.entry for write in stamped], line):
+        return None
+    if jsjson.is_exact_text(line):
+        return line, spans
+    return _joined([jsjson.dumpb(record) for record in records])
+
+
+def _joined(parts: Sequence[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
+    """The line holding ``parts`` (one object, or an array of them) and each part's span in it."""
     if len(parts) == 1:
         return parts[0] + b"\n", [(0, len(parts[0]))]
-    spans = []
-    offset = 1
-    for part in parts:
-        spans.append((offset, len(part)))
-        offset += len(part) + 1
-    return b"[" + b",".join(parts) + b"]\n", spans
+    lengths = list(map(len, parts))
+    # Each part starts one past the comma (or the bracket) after the one before.
+    offsets = itertools.accumulate(map(_ONE_MORE, lengths), initial=1)
+    return b"[" + b",".join(parts) + b"]\n", list(zip(offsets, lengths))
+
+
+_ONE_MORE = (1).__add__
 
 
 def _apply_appended(
@@ -598,6 +633,24 @@ def _apply_appended(
     """Apply a commit just appended at ``line_offset``; its entries become lazy nodes of the file."""
     state = generation.state
     source = generation.source
+    writes = prepared.writes
+    if set(map(type, writes)) == _ENTRY_WRITE:
+        # Entry inserts only (a seed, an import): the nodes are built a column at a time.
+        entries = list(map(_get_entry, writes))
+        lengths = list(map(_get_length, spans))
+        nodes = list(
+            map(
+                LazyEntryNode,
+                *(map(getter, entries) for getter in _NODE_FIELDS),
+                map(line_offset.__add__, map(_get_offset, spans)),
+                lengths,
+                itertools.repeat(None),
+                itertools.repeat(source.loader),
+            )
+        )
+        state.add_entry_nodes(cast("list[Record]", nodes))
+        source.remember_new(nodes, entries, lengths)
+        return
     nodes: list[LazyEntryNode] = []
     entries: list[Entry] = []
     for write, (offset, length) in zip(prepared.writes, spans, strict=True):
@@ -627,7 +680,15 @@ def _apply_appended(
 def _add_nodes(state: SessionState, source: EntrySource, nodes: list[LazyEntryNode], entries: list[Entry]) -> None:
     """Store the pending entry nodes in one batch, keep their entries held, and clear both lists."""
     if nodes:
-        state.add_entry_nodes([as_engine_node(node) for node in nodes])
+        state.add_entry_nodes(cast("list[Record]", nodes))
         source.remember_new(nodes, entries, [node.length for node in nodes])
         nodes.clear()
         entries.clear()
+
+
+_ENTRY_WRITE = {EntryWrite}
+_get_entry = operator.attrgetter("entry")
+_get_offset = operator.itemgetter(0)
+_get_length = operator.itemgetter(1)
+# LazyEntryNode's fields before offset/length, read from the committed entry.
+_NODE_FIELDS = tuple(map(operator.attrgetter, ("seq", "timestamp", "id", "parent_id", "type", "custom_type")))
