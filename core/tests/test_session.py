@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections.abc
+
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -189,6 +191,55 @@ def test_pending_assistant_commit_is_rejected_before_storage(session: StorageBac
     assert session.get_value(APP) is None
     assert session.get_entry("p") is None
     assert next_seq(session) == before
+
+
+class _Message(collections.abc.Mapping):  # type: ignore[type-arg]
+    """A message that is a Mapping but not a dict."""
+
+    def __init__(self, **members: Any) -> None:
+        self._members = members
+
+    def __getitem__(self, key: str) -> Any:
+        return self._members[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+
+@pytest.mark.parametrize(
+    "pending",
+    [PENDING, _Message(**PENDING)],
+    ids=["dict", "mapping"],
+)
+@pytest.mark.parametrize("position", [0, 5, 9])
+def test_a_pending_assistant_message_anywhere_in_a_batch_is_rejected(
+    session: StorageBackedSession, pending: Any, position: int
+) -> None:
+    messages: list[Any] = [{"role": "user", "content": "hi", "timestamp": 1}] * 10
+    messages[position] = pending
+    writes = [
+        insert_entry(MessageEntry(id=f"m{i}", parent_id=f"m{i - 1}" if i else None, message=m))
+        for i, m in enumerate(messages)
+    ]
+    with session.begin_mutation() as mutation:
+        with pytest.raises(SessionPendingAssistantMessageError):
+            mutation.commit(writes)
+    assert session.get_entry("m0") is None
+
+
+def test_a_batch_with_unhashable_roles_and_settled_assistants_commits(session: StorageBackedSession) -> None:
+    messages: list[Any] = [
+        {"role": ["not", "hashable"]},
+        {"role": "assistant", "stopReason": "stop"},
+        "not a dict",
+    ]
+    writes = [insert_entry(MessageEntry(id=f"m{i}", parent_id=None, message=m)) for i, m in enumerate(messages)]
+    with session.begin_mutation() as mutation:
+        mutation.commit(writes)
+    assert session.get_entry("m2") is not None
 
 
 @pytest.mark.parametrize("stop_reason", ["stop", "length", "toolUse", "error", "aborted", "deferred"])
