@@ -20,6 +20,7 @@ from sessiontree.wire.plain import are_plain_message_records
 from sessiontree.writes import EntryWrite
 from sessiontree_jsonl import JsonlHeader, JsonlStorage
 from sessiontree_jsonl import storage as storage_module
+from sessiontree_jsonl.replay import LazyEntryNode
 
 
 def _clock() -> Callable[[], int]:
@@ -195,3 +196,21 @@ def test_a_batch_of_mixed_classes_and_roots_is_proven_by_its_null_count(
     storage.commit(writes)
     assert paths == ["gated"]
     assert _last_line(file) == encode_transaction_bytes(_committed(storage))
+
+
+@pytest.mark.parametrize("case", ["plain text", "a float JS writes differently", "null in a value"])
+def test_the_nodes_of_a_batch_point_at_each_entry_in_the_line(storage: JsonlStorage, case: str) -> None:
+    storage.commit(_chain(_message("first")))
+    storage.commit(_chain(*CASES[case][0], first_parent="root-0"))
+    committed = {entry.id: entry for entry in storage.scan_entries()}
+    nodes = list(storage._generation.state.iter_nodes())  # type: ignore[attr-defined]
+    assert [node.id for node in nodes] == list(committed)
+    for node in nodes:
+        assert isinstance(node, LazyEntryNode)
+        assert (node.seq, node.timestamp, node.parent_id) == (
+            committed[node.id].seq,
+            committed[node.id].timestamp,
+            committed[node.id].parent_id,
+        )
+        node.held = None  # dropped from the cache: read back from the node's span of the file
+        assert node.entry == committed[node.id]

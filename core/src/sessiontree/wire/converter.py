@@ -251,7 +251,7 @@ class WireConverter(cattrs.Converter):
     def committed_records(self, writes: Sequence[Write]) -> list[WireObject]:
         """``[committed_record(w) for w in writes]``; a batch of committed inserts of one entry class,
         built in code (no key order read, no extras), goes straight through the class's generated hook."""
-        entries = [write.entry for write in writes if type(write) is EntryWrite]  # type: ignore[union-attr]
+        entries = [write.entry for write in writes if type(write) is EntryWrite]
         classes = set(map(type, entries))
         fields = None
         if len(entries) == len(writes) and len(classes) == 1:

@@ -34,7 +34,6 @@ from sessiontree import jsjson
 from sessiontree.contracts import ForkOptions
 from sessiontree.dump import DumpInventory
 from sessiontree.engine import PreparedCommit, SessionState
-from sessiontree.expectations import Expectations
 from sessiontree.errors import (
     SessionExistsError,
     StorageConflictError,
@@ -42,10 +41,10 @@ from sessiontree.errors import (
     StorageIOError,
     UnsupportedOperationError,
 )
+from sessiontree.expectations import Expectations
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
 from sessiontree.kit import StateStorage, wall_clock_ms
-from sessiontree.storable import proves_encoded_entries
 from sessiontree.model import (
     CommitResult,
     Entry,
@@ -55,6 +54,7 @@ from sessiontree.model import (
     Usage,
     UsageRow,
 )
+from sessiontree.storable import proves_encoded_entries
 from sessiontree.wire import committed_writes_to_wire, usage_from_wire
 from sessiontree.wire.plain import are_plain_message_records
 from sessiontree.writes import EntryWrite, UsageWrite, Write
@@ -69,8 +69,9 @@ from .locking import locked_session_file
 from .replay import EntrySource, LazyEntryNode
 
 if TYPE_CHECKING:
-    from .compaction import CompactionReport
     from sessiontree.engine.records import Record
+
+    from .compaction import CompactionReport
 
 __all__ = ["JsonlStorage", "wall_clock_ms"]
 
@@ -620,8 +621,8 @@ def _joined(parts: Sequence[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
         return parts[0] + b"\n", [(0, len(parts[0]))]
     lengths = list(map(len, parts))
     # Each part starts one past the comma (or the bracket) after the one before.
-    offsets = itertools.accumulate(map(_ONE_MORE, lengths), initial=1)
-    return b"[" + b",".join(parts) + b"]\n", list(zip(offsets, lengths))
+    offsets = itertools.accumulate(map(_ONE_MORE, lengths[:-1]), initial=1)
+    return b"[" + b",".join(parts) + b"]\n", list(zip(offsets, lengths, strict=True))
 
 
 _ONE_MORE = (1).__add__
@@ -635,21 +636,7 @@ def _apply_appended(
     source = generation.source
     writes = prepared.writes
     if set(map(type, writes)) == _ENTRY_WRITE:
-        # Entry inserts only (a seed, an import): the nodes are built a column at a time.
-        entries = list(map(_get_entry, writes))
-        lengths = list(map(_get_length, spans))
-        nodes = list(
-            map(
-                LazyEntryNode,
-                *(map(getter, entries) for getter in _NODE_FIELDS),
-                map(line_offset.__add__, map(_get_offset, spans)),
-                lengths,
-                itertools.repeat(None),
-                itertools.repeat(source.loader),
-            )
-        )
-        state.add_entry_nodes(cast("list[Record]", nodes))
-        source.remember_new(nodes, entries, lengths)
+        _apply_entry_inserts(state, source, list(map(_get_entry, writes)), line_offset, spans)
         return
     nodes: list[LazyEntryNode] = []
     entries: list[Entry] = []
@@ -675,6 +662,26 @@ def _apply_appended(
         _add_nodes(state, source, nodes, entries)
         state.apply_committed((write,))
     _add_nodes(state, source, nodes, entries)
+
+
+def _apply_entry_inserts(
+    state: SessionState, source: EntrySource, entries: list[Entry], line_offset: int, spans: Sequence[tuple[int, int]]
+) -> None:
+    """:func:`_apply_appended` for a commit of entry inserts only (a seed, an import): the nodes are
+    built a column at a time."""
+    lengths = list(map(_get_length, spans))
+    nodes = list(
+        map(
+            LazyEntryNode,
+            *(map(getter, entries) for getter in _NODE_FIELDS),
+            map(line_offset.__add__, map(_get_offset, spans)),
+            lengths,
+            itertools.repeat(None),
+            itertools.repeat(source.loader),
+        )
+    )
+    state.add_entry_nodes(cast("list[Record]", nodes))
+    source.remember_new(nodes, entries, lengths)
 
 
 def _add_nodes(state: SessionState, source: EntrySource, nodes: list[LazyEntryNode], entries: list[Entry]) -> None:
