@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import given
@@ -14,9 +15,10 @@ from hypothesis import strategies as st
 from sessiontree import jsjson
 from sessiontree.kit.stamping import stamp_entries, stamp_entry
 from sessiontree.model import ABSENT, CustomEntry, MessageEntry
-from sessiontree.storable import proves_encoded_entries
+from sessiontree.errors import StorageContentError
+from sessiontree.storable import check_new_writes, proves_encoded_entries
 from sessiontree.wire import committed_write_to_wire, committed_writes_to_wire
-from sessiontree.wire.plain import are_plain_message_records
+from sessiontree.wire.plain import are_plain_message_records, are_plain_messages
 from sessiontree.writes import EntryWrite
 
 
@@ -179,3 +181,29 @@ def test_an_unstamped_batch_is_refused_as_one_write_is() -> None:
 def test_an_encoding_proves_entries_storable_by_its_nulls_and_ids(entries: list[Any], proven: bool) -> None:
     text = b",".join(orjson.dumps(r) for r in committed_writes_to_wire(_stamped(entries)))
     assert proves_encoded_entries(entries, text) is proven
+
+
+def test_plain_messages_are_the_messages_of_plain_records() -> None:
+    assert are_plain_messages([record()["message"], {"role": "user", "content": "x", "timestamp": 1}])
+    assert not are_plain_messages([record()["message"], {"role": "user", "content": "x", "timestamp": 1.5}])
+    assert not are_plain_messages([ABSENT])
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"extra": {"later": {1, 2}}}, "later"),
+        ({"terminate": {"at": float("nan")}}, "terminate.at"),
+        ({"custom_type": {"a": object()}}, "customType.a"),
+        ({"message": {"role": "user", "content": "x", "timestamp": float("inf")}}, "message.timestamp"),
+    ],
+    ids=["unstorable extra", "NaN in terminate", "object in custom type", "infinite timestamp"],
+)
+def test_a_batch_of_plain_messages_is_still_checked_everywhere_else(change: dict[str, Any], field: str) -> None:
+    plain = {"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 1}
+    entries = [MessageEntry(id=f"m{i}", parent_id=None, message=plain) for i in range(3)]
+    entries.append(msgspec.structs.replace(MessageEntry(id="bad", parent_id=None, message=plain), **change))
+    check_new_writes([EntryWrite(entry) for entry in entries[:3]])  # plain: proven
+    with pytest.raises(StorageContentError) as caught:
+        check_new_writes([EntryWrite(entry) for entry in entries])
+    assert caught.value.field == field

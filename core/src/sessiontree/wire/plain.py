@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["are_plain_message_records"]
+__all__ = ["are_plain_message_records", "are_plain_messages"]
 
 
 class _Part(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -50,6 +50,7 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False, rename={"par
 
 
 _RECORDS = list[_Record]
+_MESSAGES = list[_Message]
 
 
 def are_plain_message_records(records: Sequence[Any]) -> bool:
@@ -58,6 +59,17 @@ def are_plain_message_records(records: Sequence[Any]) -> bool:
     exact, and it holds nothing unstorable. False means "not proven"."""
     try:
         msgspec.convert(records, _RECORDS)
+    except (msgspec.ValidationError, TypeError):
+        return False
+    return True
+
+
+def are_plain_messages(messages: Sequence[Any]) -> bool:
+    """True when every value is a message of the plain shape (see the module docstring): text,
+    integers and booleans under known names, so storable and written by orjson as JSON.stringify does.
+    False means "not proven"."""
+    try:
+        msgspec.convert(messages, _MESSAGES)
     except (msgspec.ValidationError, TypeError):
         return False
     return True
