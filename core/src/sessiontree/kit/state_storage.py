@@ -194,8 +194,10 @@ class StateStorage:
         self, lock: Any, writes: Sequence[Write], timestamp: int, expectations: Expectations | None
     ) -> CommitResult:
         """Validate, persist and apply one commit, holding the writer lock and caught up."""
-        encode = self.encode_commit if type(self)._encodes else None
-        prepared = self._state.prepare_commit(writes, timestamp, expectations, encode)
+        if type(self)._encodes:
+            prepared = self._state.prepare_commit(writes, timestamp, expectations, encode=self.encode_commit)
+        else:  # a state class that predates ``encode`` still validates
+            prepared = self._state.prepare_commit(writes, timestamp, expectations)
         if prepared.replayed:  # a retry of a stored commit: its original result, nothing written
             with self._queue.state_lock:
                 stats = self.current_stats()
