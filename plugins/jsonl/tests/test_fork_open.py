@@ -15,6 +15,7 @@ from sessiontree.errors import ForkError
 from sessiontree.model import Address
 from sessiontree.values import lane_config, lane_state
 from sessiontree_jsonl import repo as repo_module
+from sessiontree_jsonl.fork_open import _is_stringify_output
 from sessiontree_jsonl.repo import JsonlSessionRepo
 from sessiontree_jsonl.storage import JsonlStorage
 
@@ -184,3 +185,29 @@ def test_the_fork_is_opened_with_the_state_a_replay_of_it_builds(
         assert state_view(storage, spans=False) == state_view(reopened, spans=False)
         for closing in (replayed, reopened, forked, source):
             closing.close()
+
+
+_PLAIN = (
+    '{"kind":"entry","id":"a","parentId":null,"type":"message","message":{"role":"assistant",'
+    '"content":[{"type":"text","text":"hi"}],"stopReason":"stop","timestamp":1},"seq":1,"timestamp":2}'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "copied"),
+    [
+        (_PLAIN, True),
+        (_PLAIN.replace('"stop"', '"stop\\u0041"'), False),  # an escape JSON.stringify does not write
+        (_PLAIN.replace(',"seq"', ', "seq"'), False),  # a space
+        (_PLAIN.replace('"timestamp":1}', '"timestamp":1.0}'), False),  # JS writes 1
+        (_PLAIN.replace('"timestamp":1}', '"timestamp":0.5}'), True),  # not plain, but exact
+        (_PLAIN.replace('"timestamp":1}', '"timestamp":9007199254740993}'), False),  # JS reads a double
+        (_PLAIN.replace('"role"', '"role":"x","role"'), False),  # a duplicate key
+        (_PLAIN.replace('"message":{', '"message":{"0":1,'), False),  # JS writes index keys first
+    ],
+    ids=["plain", "escape", "space", "integral float", "exact float", "unsafe integer", "duplicate key", "index key"],
+)
+def test_entry_text_is_copied_only_when_it_is_what_json_stringify_writes(text: str, copied: bool) -> None:
+    data = ("[" + text + "," + text + "]").encode()
+    assert _is_stringify_output(data) is copied
+    assert jsjson.is_stringify_output(data) is copied

@@ -2,30 +2,38 @@
 
 orjson writes such a record byte for byte as ``JSON.stringify`` does: what differs between the two
 (:func:`sessiontree.jsjson.is_exact_text`) is floats, keys that are array indices and ``ABSENT``, and a
-record of this shape holds none of them. Whether a batch has the shape is decided by one
+record of this shape holds none of them; its integers are safe (at most 2**53 in size), so JSON.parse
+reads its text back as the same values. Whether a batch has the shape is decided by one
 :func:`msgspec.convert` call in C (about 0.2 µs a record), which spares the byte scans of the whole line
 (about 1.6 µs a record of 480 bytes). The shape: the members of a message entry's committed record
 (``kind``, ``type``, ``id``, ``parentId``, ``message``, ``seq``, ``timestamp``) and a message with a
-string ``role``, a string or a list of content parts, an integer ``timestamp`` and the other members
-pi's user and tool-result messages have (a content part: a string ``type`` and string members). Any
-other member, a float anywhere, a value of another class: not this shape (the caller checks the bytes).
-Integers beyond 2**53 are refused by the encoder itself (``OPT_STRICT_INTEGER``).
+string ``role``, a string or a list of content parts, an integer ``timestamp`` and the other text or
+boolean members pi's user, assistant and tool-result messages have (a content part: a string ``type``
+and string members). Any other member (an assistant's ``usage``, a tool call's ``arguments``), a float
+anywhere, a value of another class: not this shape (the caller checks the bytes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..jsjson import MAX_SAFE_INTEGER
+
 __all__ = ["are_plain_message_records", "are_plain_messages"]
+
+
+_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
 
 class _Part(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     type: str
     text: str = ""
     textSignature: str = ""  # noqa: N815 - wire names
+    thinking: str = ""
+    thinkingSignature: str = ""  # noqa: N815
     data: str = ""
     mimeType: str = ""  # noqa: N815
 
@@ -33,10 +41,15 @@ class _Part(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 class _Message(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     role: str
     content: str | list[_Part]
-    timestamp: int
+    timestamp: _SafeInt
     toolCallId: str = ""  # noqa: N815
     toolName: str = ""  # noqa: N815
     isError: bool = False  # noqa: N815
+    api: str = ""
+    provider: str = ""
+    model: str = ""
+    stopReason: str = ""  # noqa: N815
+    errorMessage: str = ""  # noqa: N815
 
 
 class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False, rename={"parent_id": "parentId"}):
@@ -45,8 +58,8 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False, rename={"par
     id: str
     parent_id: str | None
     message: _Message
-    seq: int
-    timestamp: int
+    seq: _SafeInt
+    timestamp: _SafeInt
 
 
 _RECORDS = list[_Record]

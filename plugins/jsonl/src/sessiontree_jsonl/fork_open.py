@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 import msgspec
+import orjson
 
 from sessiontree import jsjson
 from sessiontree.contracts import ForkOptions
@@ -34,6 +35,7 @@ from sessiontree.fork import ForkPlan
 from sessiontree.fs import FileHandle, FileSystem
 from sessiontree.model import JsonValue
 from sessiontree.owners import owner_extra
+from sessiontree.wire.plain import are_plain_message_records
 from sessiontree.writes import Write
 
 from .bulk_read import _read_groups
@@ -287,12 +289,26 @@ def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tup
         ]
     except IndexError:
         return None  # a line holds fewer writes than the state says
-    if not jsjson.is_stringify_output(b"[" + b",".join(elements) + b"]"):
+    if not _is_stringify_output(b"[" + b",".join(elements) + b"]"):
         elements = [
             text if jsjson.is_stringify_output(text) else jsjson.dumpb(jsjson.loads(text))
             for text in elements
         ]
     return list(zip(map(_get_seq, nodes), elements))
+
+
+def _is_stringify_output(data: bytes) -> bool:
+    """:func:`sessiontree.jsjson.is_stringify_output` for an array of entry records, with the byte scans
+    spared when orjson reads and writes the text back the same and the records have the plain shape
+    (:mod:`sessiontree.wire.plain`: no float, no index key, only safe integers)."""
+    try:
+        records = orjson.loads(data)
+        same = orjson.dumps(records) == data
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    if same and are_plain_message_records(records):
+        return True
+    return jsjson.is_stringify_output(data)
 
 
 def _value_lines(handle: FileHandle, selection: OpenForkSelection) -> list[tuple[int, bytes]] | None:
