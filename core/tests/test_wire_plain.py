@@ -18,7 +18,7 @@ from sessiontree.model import ABSENT, CustomEntry, MessageEntry
 from sessiontree.errors import StorageContentError
 from sessiontree.storable import check_new_writes, proves_encoded_entries
 from sessiontree.wire import committed_write_to_wire, committed_writes_to_wire
-from sessiontree.wire.plain import are_plain_message_records, are_plain_messages
+from sessiontree.wire.plain import are_plain_message_records
 from sessiontree.writes import EntryWrite
 
 
@@ -183,12 +183,6 @@ def test_an_encoding_proves_entries_storable_by_its_nulls_and_ids(entries: list[
     assert proves_encoded_entries(entries, text) is proven
 
 
-def test_plain_messages_are_the_messages_of_plain_records() -> None:
-    assert are_plain_messages([record()["message"], {"role": "user", "content": "x", "timestamp": 1}])
-    assert not are_plain_messages([record()["message"], {"role": "user", "content": "x", "timestamp": 1.5}])
-    assert not are_plain_messages([ABSENT])
-
-
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -199,11 +193,11 @@ def test_plain_messages_are_the_messages_of_plain_records() -> None:
     ],
     ids=["unstorable extra", "NaN in terminate", "object in custom type", "infinite timestamp"],
 )
-def test_a_batch_of_plain_messages_is_still_checked_everywhere_else(change: dict[str, Any], field: str) -> None:
+def test_a_batch_of_message_entries_is_checked_in_every_member(change: dict[str, Any], field: str) -> None:
     plain = {"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 1}
     entries = [MessageEntry(id=f"m{i}", parent_id=None, message=plain) for i in range(3)]
     entries.append(msgspec.structs.replace(MessageEntry(id="bad", parent_id=None, message=plain), **change))
-    check_new_writes([EntryWrite(entry) for entry in entries[:3]])  # plain: proven
+    check_new_writes([EntryWrite(entry) for entry in entries[:3]])
     with pytest.raises(StorageContentError) as caught:
         check_new_writes([EntryWrite(entry) for entry in entries])
     assert caught.value.field == field

@@ -22,7 +22,7 @@ import msgspec
 
 from ..jsjson import MAX_SAFE_INTEGER
 
-__all__ = ["are_plain_message_records", "are_plain_messages"]
+__all__ = ["are_plain_message_records"]
 
 
 _SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
@@ -63,7 +63,6 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False, rename={"par
 
 
 _RECORDS = list[_Record]
-_MESSAGES = list[_Message]
 
 
 def are_plain_message_records(records: Sequence[Any]) -> bool:
@@ -76,13 +75,3 @@ def are_plain_message_records(records: Sequence[Any]) -> bool:
         return False
     return True
 
-
-def are_plain_messages(messages: Sequence[Any]) -> bool:
-    """True when every value is a message of the plain shape (see the module docstring): text,
-    integers and booleans under known names, so storable and written by orjson as JSON.stringify does.
-    False means "not proven"."""
-    try:
-        msgspec.convert(messages, _MESSAGES)
-    except (msgspec.ValidationError, TypeError):
-        return False
-    return True
