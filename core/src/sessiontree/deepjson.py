@@ -12,6 +12,7 @@ caller depth; :mod:`sessiontree.jsjson` falls back to it when a fast codec gives
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -21,7 +22,7 @@ from typing import Any
 from .errors import StorageContentError
 from .model import ABSENT
 
-__all__ = ["MAX_DEPTH", "check_storable", "loads", "nesting_depth", "top_level_spans"]
+__all__ = ["MAX_DEPTH", "check_storable", "holds_json_types_only", "loads", "nesting_depth", "top_level_spans"]
 
 MAX_DEPTH = 4200
 """The deepest nesting of arrays/objects one stored value may have (the value's own outermost array or
@@ -264,3 +265,24 @@ def _check_node(
     raise StorageContentError(
         _path_text(path), f"is of type {type(value).__name__}, which is not a JSON value"
     )
+
+
+def holds_json_types_only(values: list[Any]) -> bool:
+    """True when everything reachable from ``values`` through dicts, lists and tuples is of an exact
+    JSON type (or :data:`~sessiontree.model.ABSENT`): no subclass, no other Enum's member, no UUID. orjson
+    writes those three as their value or text, so its success alone does not prove a value storable.
+    Call it only on values orjson has encoded (so nothing contains itself). One C-level pass a level:
+    the types of a level, then its containers' contents (``gc.get_referents``; a dict with string keys
+    yields its values, any other dict its keys too)."""
+    level = values
+    while level:
+        if not _JSON_TYPES.issuperset(map(type, level)):
+            if not _JSON_OR_ABSENT_TYPES.issuperset(map(type, level)):
+                return False
+            level = [value for value in level if value is not ABSENT]  # a leaf, not a container
+        level = gc.get_referents(*level)
+    return True
+
+
+_JSON_TYPES = frozenset((dict, list, tuple, str, int, float, bool, type(None)))
+_JSON_OR_ABSENT_TYPES = _JSON_TYPES | {type(ABSENT)}

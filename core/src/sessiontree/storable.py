@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .deepjson import check_storable
+from .deepjson import check_storable, holds_json_types_only
 from .errors import StorageContentError
 from .model import ABSENT, ENTRY_CLASSES, UnknownEntry, UsageRow, record_fields
 from .wire import entry_to_wire, usage_row_to_wire
@@ -26,9 +26,10 @@ __all__ = ["check_new_writes", "proves_encoded_entries", "proves_new_entry_and_v
 
 _ENTRY_TYPES = frozenset((*ENTRY_CLASSES.values(), UnknownEntry))
 
-# orjson succeeds only for exact JSON types with string keys, no cycles and at most 254 levels, which
-# proves a batch storable except for NaN/Infinity, which it writes as null: only output holding null is
-# walked exactly (as is anything orjson refuses). ABSENT (an Enum, which orjson writes by its value) is
+# orjson succeeds for JSON values with string keys, no cycles and at most 254 levels, but also for an
+# Enum's member (written as its value), a UUID (as text) and orjson.Fragment, and it writes NaN/Infinity
+# as null. A batch is proven storable when orjson succeeds, its output holds no null and every value is of
+# an exact JSON type (deepjson.holds_json_types_only); anything else is walked exactly. ABSENT is
 # storable: JSON.stringify drops undefined members and writes undefined elements as null.
 _FAST_OPTIONS = (
     orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -44,12 +45,13 @@ def check_new_writes(writes: Sequence[Write]) -> None:
     if _proven(writes):
         return
     records = [record for record in map(_record_of, writes) if record is not None]
+    values = [record for _, record in records]
     try:
-        data = orjson.dumps([record for _, record in records], default=_refuse, option=_FAST_OPTIONS)
+        data = orjson.dumps(values, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         pass
     else:
-        if b"null" not in data:
+        if b"null" not in data and holds_json_types_only(values):
             return
     for is_payload, record in records:
         if is_payload:
@@ -94,7 +96,7 @@ def _proven(writes: Sequence[Write]) -> bool:
         data = orjson.dumps(payloads, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         return False
-    return b"null" not in data
+    return b"null" not in data and holds_json_types_only(payloads)
 
 
 def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
@@ -119,14 +121,15 @@ def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
         data = orjson.dumps(members, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         return False
-    return b"null" not in data
+    return b"null" not in data and holds_json_types_only(members)
 
 
-def proves_encoded_entries(entries: Sequence[Any], text: bytes) -> bool:
-    """True when ``text``, holding orjson's encodings (:func:`sessiontree.jsjson.orjson_parts`) of the
-    committed records of ``entries`` (of the model's classes, stamped) and nothing else, proves them
-    storable: string ids, string or null parents, and ``null`` nowhere but in the roots' ``parentId``
-    (orjson writes NaN and infinities as null). A backend that encodes a commit before it is validated
+def proves_encoded_entries(entries: Sequence[Any], records: Sequence[Any], text: bytes) -> bool:
+    """True when ``text``, holding orjson's encodings (:func:`sessiontree.jsjson.orjson_parts`) of
+    ``records``, the committed records of ``entries`` (of the model's classes, stamped), and nothing
+    else, proves them storable: string ids, string or null parents, ``null`` nowhere but in the roots'
+    ``parentId`` (orjson writes NaN and infinities as null) and only JSON types in the records
+    (:func:`~sessiontree.deepjson.holds_json_types_only`). A backend that encodes a commit before it is validated
     spares the content check this way (:meth:`sessiontree.kit.StateStorage.encode_commit`). False means
     "not proven"."""
     if set(map(type, map(_get_id, entries))) != _STRING:
@@ -135,7 +138,8 @@ def proves_encoded_entries(entries: Sequence[Any], text: bytes) -> bool:
     if not set(map(type, parents)) <= _STRING_OR_NONE:
         return False
     # Each root writes "parentId":null, so the count is at least the roots; equal means no other null.
-    return text.count(b"null") == parents.count(None)
+    return text.count(b"null") == parents.count(None) and holds_json_types_only(records)
+
 
 
 def _payload_names(cls: type) -> list[str]:

@@ -5,11 +5,14 @@ with the content check's error, in the content check's order, before anything is
 
 from __future__ import annotations
 
+import enum
 import math
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from sessiontree import jsjson
@@ -21,6 +24,10 @@ from sessiontree.writes import EntryWrite
 from sessiontree_jsonl import JsonlHeader, JsonlStorage
 from sessiontree_jsonl import storage as storage_module
 from sessiontree_jsonl.replay import LazyEntryNode
+
+
+class _Color(enum.Enum):
+    RED = "red"
 
 
 def _clock() -> Callable[[], int]:
@@ -214,3 +221,18 @@ def test_the_nodes_of_a_batch_point_at_each_entry_in_the_line(storage: JsonlStor
         )
         node.held = None  # dropped from the cache: read back from the node's span of the file
         assert node.entry == committed[node.id]
+
+
+@pytest.mark.parametrize(
+    "value", [uuid.UUID(int=3), _Color.RED, orjson.Fragment(b"1")], ids=["uuid", "enum member", "fragment"]
+)
+def test_values_orjson_writes_as_something_else_are_refused(
+    storage: JsonlStorage, file: Path, paths: list[str], value: Any
+) -> None:
+    before = file.read_bytes()
+    with pytest.raises(StorageContentError):
+        storage.commit(_chain(_message("a"), _message("b", meta={"v": value})))
+    with pytest.raises(StorageContentError):
+        storage.commit(_chain(_message("a", role_detail=value)))
+    assert paths == ["unproven", "unproven"]
+    assert file.read_bytes() == before

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..deepjson import holds_json_types_only
 from ..jsjson import MAX_SAFE_INTEGER
 
 __all__ = ["are_plain_message_records"]
@@ -73,5 +74,5 @@ def are_plain_message_records(records: Sequence[Any]) -> bool:
         msgspec.convert(records, _RECORDS)
     except (msgspec.ValidationError, TypeError):
         return False
-    return True
+    return holds_json_types_only(records)  # msgspec takes a str Enum's member, or a str subclass, as text
 

@@ -608,7 +608,7 @@ def _encode_proven_line(stamped: Sequence[EntryWrite]) -> tuple[bytes, list[tupl
     line, spans = _joined(parts)
     if are_plain_message_records(records):
         return line, spans
-    if not proves_encoded_entries([write.entry for write in stamped], line):
+    if not proves_encoded_entries([write.entry for write in stamped], records, line):
         return None
     if jsjson.is_exact_text(line):
         return line, spans
