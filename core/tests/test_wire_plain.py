@@ -19,7 +19,7 @@ from sessiontree.model import ABSENT, CustomEntry, MessageEntry
 from sessiontree.errors import StorageContentError
 from sessiontree.storable import check_new_writes, proves_encoded_entries
 from sessiontree.wire import committed_write_to_wire, committed_writes_to_wire
-from sessiontree.wire.plain import are_plain_message_records
+from sessiontree.wire.plain import are_plain_message_records, are_plain_messages
 from sessiontree.writes import EntryWrite
 
 
@@ -40,6 +40,10 @@ class Role(str, enum.Enum):
     USER = "user"
 
 
+class Color(enum.Enum):
+    RED = "red"
+
+
 @pytest.mark.parametrize(
     "message",
     [
@@ -47,9 +51,10 @@ class Role(str, enum.Enum):
         {"content": "plain text"},
         {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]},
         {"role": "toolResult", "toolCallId": "c", "toolName": "t", "isError": True},
+        {"role": Role.USER},
         {"content": ({"type": "text", "text": "a tuple"},)},
     ],
-    ids=["text part", "string content", "image part", "tool result", "tuple"],
+    ids=["text part", "string content", "image part", "tool result", "str enum", "tuple"],
 )
 def test_plain_shapes_are_proven(message: dict[str, Any]) -> None:
     assert are_plain_message_records([record(**message)])
@@ -67,7 +72,8 @@ def test_plain_shapes_are_proven(message: dict[str, Any]) -> None:
         {"content": [{"type": "text", "text": "x", "n": 1.5}]},
         {"content": [{"type": "text", "text": None}]},
         {"content": 7},
-        {"role": Role.USER},
+        {"role": uuid.UUID(int=1)},
+        {"role": Color.RED},
     ],
     ids=[
         "float timestamp",
@@ -79,7 +85,8 @@ def test_plain_shapes_are_proven(message: dict[str, Any]) -> None:
         "float in a part",
         "null text",
         "number content",
-        "str enum member (text for msgspec, not for the byte check)",
+        "uuid",
+        "enum member",
     ],
 )
 def test_anything_else_is_not_proven(message: dict[str, Any]) -> None:
@@ -205,3 +212,11 @@ def test_a_batch_of_message_entries_is_checked_in_every_member(change: dict[str,
     with pytest.raises(StorageContentError) as caught:
         check_new_writes([EntryWrite(entry) for entry in entries])
     assert caught.value.field == field
+
+
+def test_plain_messages_are_the_messages_of_plain_records() -> None:
+    assert are_plain_messages([record()["message"], {"role": "user", "content": "x", "timestamp": 1}])
+    assert are_plain_messages([{"role": Role.USER, "content": "x", "timestamp": 1}])  # a str, as exact says
+    for other in (1.5, uuid.UUID(int=1), Color.RED, None):
+        assert not are_plain_messages([record()["message"], {"role": "user", "content": "x", "timestamp": other}])
+    assert not are_plain_messages([ABSENT])

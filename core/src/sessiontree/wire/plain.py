@@ -20,10 +20,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..deepjson import holds_json_types_only
 from ..jsjson import MAX_SAFE_INTEGER
 
-__all__ = ["are_plain_message_records"]
+__all__ = ["are_plain_message_records", "are_plain_messages"]
 
 
 _SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
@@ -64,6 +63,7 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True, gc=False, rename={"par
 
 
 _RECORDS = list[_Record]
+_MESSAGES = list[_Message]
 
 
 def are_plain_message_records(records: Sequence[Any]) -> bool:
@@ -74,5 +74,17 @@ def are_plain_message_records(records: Sequence[Any]) -> bool:
         msgspec.convert(records, _RECORDS)
     except (msgspec.ValidationError, TypeError):
         return False
-    return holds_json_types_only(records)  # msgspec takes a str Enum's member, or a str subclass, as text
+    # What orjson writes as something else (an Enum's member as its value, a UUID as text) has no place
+    # in the shape but as a str or int Enum's member, which is a str or an int, as the exact check says.
+    return True
 
+
+def are_plain_messages(messages: Sequence[Any]) -> bool:
+    """True when every value is a message of the plain shape (see the module docstring): text,
+    integers and booleans under known names, so storable and written by orjson as JSON.stringify does.
+    False means "not proven"."""
+    try:
+        msgspec.convert(messages, _MESSAGES)
+    except (msgspec.ValidationError, TypeError):
+        return False
+    return True
