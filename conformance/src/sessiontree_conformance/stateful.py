@@ -14,13 +14,16 @@ translated the other way.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.errors import HypothesisDeprecationWarning
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -113,6 +116,19 @@ def machine_settings(examples: int, steps: int) -> settings:
         phases=[phase for phase in settings.default.phases if phase is not Phase.explain],
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
     )
+
+
+@contextlib.contextmanager
+def backend_threads_may_use_random() -> Iterator[None]:
+    """Run a state machine while a backend's own threads use the global ``random``: psycopg_pool's
+    workers jitter each new connection's lifetime with it, at any moment. Hypothesis watches that state
+    around every draw and would blame the strategy (a deprecation warning, an error under
+    ``-W error``); the suite's strategies draw only from Hypothesis, so only that warning is ignored."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Do not use the `random` module inside strategies", category=HypothesisDeprecationWarning
+        )
+        yield
 
 
 # --- strategies --------------------------------------------------------------------------------
@@ -680,8 +696,9 @@ class StorageStateMachineSuite(BaseConformanceFixtures):
 
             return view, close
 
-        run_state_machine_as_test(
-            # Hypothesis types this as a class; any zero-argument factory works (as in zarr).
-            lambda: StorageStateMachine(open_backend),  # type: ignore[arg-type]
-            settings=machine_settings(examples, STEPS_PER_EXAMPLE),
-        )
+        with backend_threads_may_use_random():
+            run_state_machine_as_test(
+                # Hypothesis types this as a class; any zero-argument factory works (as in zarr).
+                lambda: StorageStateMachine(open_backend),  # type: ignore[arg-type]
+                settings=machine_settings(examples, STEPS_PER_EXAMPLE),
+            )

@@ -27,7 +27,7 @@ from sessiontree.writes import Write, insert_entry, insert_usage, set_value
 
 from ..builders import assistant_message, get_branch_tip, ids, repo_usage_row, user_entry
 from ..plugin import DEFAULT_HYPOTHESIS_EXAMPLES, HYPOTHESIS_EXAMPLES_OPTION
-from ..stateful import machine_settings
+from ..stateful import backend_threads_may_use_random, machine_settings
 from ..stateful_session import SESSION_STEPS_PER_EXAMPLE, SessionStateMachine
 from ._support import RepoSuiteBase
 
@@ -134,8 +134,9 @@ class RepoSessionRulesSuite(RepoSuiteBase):
             session: Any = self.create(repo, id=f"state-machine-{created[0]}")
             return session, session.close
 
-        run_state_machine_as_test(
-            # Hypothesis types this as a class; any zero-argument factory works.
-            lambda: SessionStateMachine(open_session),  # type: ignore[arg-type]
-            settings=machine_settings(examples, SESSION_STEPS_PER_EXAMPLE),
-        )
+        with backend_threads_may_use_random():
+            run_state_machine_as_test(
+                # Hypothesis types this as a class; any zero-argument factory works.
+                lambda: SessionStateMachine(open_session),  # type: ignore[arg-type]
+                settings=machine_settings(examples, SESSION_STEPS_PER_EXAMPLE),
+            )
