@@ -23,8 +23,8 @@ from typing import Any
 import attrs
 import pytest
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.errors import HypothesisDeprecationWarning
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisDeprecationWarning
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
