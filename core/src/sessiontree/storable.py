@@ -125,22 +125,26 @@ def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
     return b"null" not in data and holds_json_types_only(members)
 
 
-def proves_encoded_entries(entries: Sequence[Any], records: Sequence[Any], text: bytes) -> bool:
+def proves_encoded_entries(
+    entries: Sequence[Any], records: Sequence[Any], text: bytes, *, plain: bool = False
+) -> bool:
     """True when ``text``, holding orjson's encodings (:func:`sessiontree.jsjson.orjson_parts`) of
     ``records``, the committed records of ``entries`` (of the model's classes, stamped), and nothing
     else, proves them storable: string ids, string or null parents, ``null`` nowhere but in the roots'
     ``parentId`` (orjson writes NaN and infinities as null) and only JSON types in the records
-    (:func:`~sessiontree.deepjson.holds_json_types_only`). A backend that encodes a commit before it is validated
-    spares the content check this way (:meth:`sessiontree.kit.StateStorage.encode_commit`). False means
-    "not proven"."""
+    (:func:`~sessiontree.deepjson.holds_json_types_only`). ``plain``: the records have the plain shape
+    (:func:`sessiontree.wire.plain.are_plain_message_records`), which rules out the last two already.
+    A backend that encodes a commit before it is validated spares the content check this way
+    (:meth:`sessiontree.kit.StateStorage.encode_commit`). False means "not proven"."""
     if set(map(type, map(_get_id, entries))) != _STRING:
         return False
     parents = list(map(_get_parent_id, entries))
     if not set(map(type, parents)) <= _STRING_OR_NONE:
         return False
+    if plain:
+        return True
     # Each root writes "parentId":null, so the count is at least the roots; equal means no other null.
     return text.count(b"null") == parents.count(None) and holds_json_types_only(records)
-
 
 
 def _payload_names(cls: type) -> list[str]:

@@ -30,6 +30,10 @@ class _Color(enum.Enum):
     RED = "red"
 
 
+class _Id(str, enum.Enum):
+    A = "a"
+
+
 def _clock() -> Callable[[], int]:
     ticks = iter(range(5_000, 50_000_000, 1000))
     return lambda: next(ticks)
@@ -180,8 +184,11 @@ def test_a_content_error_comes_before_a_validation_error(storage: JsonlStorage) 
     [
         MessageEntry(id=5, parent_id=None, message=_message()),  # type: ignore[arg-type]
         MessageEntry(id="e", parent_id=7, message=_message()),  # type: ignore[arg-type]
+        # A plain message record: the shape takes a str Enum's member as text, the id check does not.
+        MessageEntry(id=_Id.A, parent_id=None, message=_message()),
+        MessageEntry(id="e", parent_id=_Id.A, message=_message()),
     ],
-    ids=["integer id", "integer parent"],
+    ids=["integer id", "integer parent", "str enum id", "str enum parent"],
 )
 def test_ids_that_are_not_strings_are_refused_even_when_orjson_encodes_them(
     storage: JsonlStorage, paths: list[str], entry: MessageEntry

@@ -69,22 +69,23 @@ _MESSAGES = list[_Message]
 def are_plain_message_records(records: Sequence[Any]) -> bool:
     """True when every record (a committed record as :func:`sessiontree.wire.committed_write_to_wire`
     builds it) is a message entry of the plain shape (see the module docstring): its orjson text is
-    exact, and it holds nothing unstorable. False means "not proven"."""
-    try:
-        msgspec.convert(records, _RECORDS)
-    except (msgspec.ValidationError, TypeError):
-        return False
+    exact, and its members hold nothing unstorable (its ids are the caller's to check: the shape takes
+    a str subclass as text). False means "not proven"."""
     # What orjson writes as something else (an Enum's member as its value, a UUID as text) has no place
     # in the shape but as a str or int Enum's member, which is a str or an int, as the exact check says.
-    return True
+    return _has_shape(records, _RECORDS)
 
 
 def are_plain_messages(messages: Sequence[Any]) -> bool:
     """True when every value is a message of the plain shape (see the module docstring): text,
     integers and booleans under known names, so storable and written by orjson as JSON.stringify does.
     False means "not proven"."""
+    return _has_shape(messages, _MESSAGES)
+
+
+def _has_shape(values: Sequence[Any], shape: Any) -> bool:
     try:
-        msgspec.convert(messages, _MESSAGES)
+        msgspec.convert(values, shape)
     except (msgspec.ValidationError, TypeError):
         return False
     return True

@@ -606,11 +606,10 @@ def _encode_proven_line(stamped: Sequence[EntryWrite]) -> tuple[bytes, list[tupl
     if parts is None:
         return None
     line, spans = _joined(parts)
-    if are_plain_message_records(records):
-        return line, spans
-    if not proves_encoded_entries([write.entry for write in stamped], records, line):
+    plain = are_plain_message_records(records)
+    if not proves_encoded_entries([write.entry for write in stamped], records, line, plain=plain):
         return None
-    if jsjson.is_exact_text(line):
+    if plain or jsjson.is_exact_text(line):
         return line, spans
     return _joined([jsjson.dumpb(record) for record in records])
 
