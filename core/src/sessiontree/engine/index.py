@@ -91,7 +91,7 @@ class EntryIndex:
             position += 1
         self._store(records, ids, list(map(_get_seq, records)), list(map(_get_type, records)))
 
-    def extend_chain(self, records: Sequence[Record], ids: list[str], seqs: list[int], types: list[str]) -> None:
+    def extend_chain(self, records: Sequence[Record], ids: list[str], seqs: Sequence[int], types: list[str]) -> None:
         """:meth:`extend` for records each the child of the one before (the first may continue the
         newest stored record or start anywhere), given their ids, seqs and types."""
         if not records:
@@ -103,7 +103,7 @@ class EntryIndex:
         self.run_starts.extend(itertools.repeat(run, len(ids)))
         self._store(records, ids, seqs, types)
 
-    def _store(self, records: Sequence[Record], ids: list[str], seqs: list[int], types: list[str]) -> None:
+    def _store(self, records: Sequence[Record], ids: list[str], seqs: Sequence[int], types: list[str]) -> None:
         # Everything of a batch but the run starts, which the callers have appended.
         kinds = set(map(type, records))
         if kinds.isdisjoint(ENTRY_TYPES):

@@ -59,7 +59,12 @@ class SessionState(Reads):
     def apply(self, prepared: PreparedCommit) -> CommitResult:
         """Apply a prepared commit (it cannot fail) and return its result."""
         writes = prepared.writes
-        if len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet:
+        chain = prepared.chain
+        if chain is not None:
+            self.add_entry_chain(chain.entries, chain.ids, chain.seqs, chain.types)
+            self.commits.mark(prepared.first_seq, chain.seqs.stop, len(chain.ids))
+            stats = self.get_stats()
+        elif len(writes) == 2 and type(writes[0]) is EntryWrite and type(writes[1]) is ValueSet:
             # A branch append, applied and recorded in one step (what apply_committed and mark_commit do).
             entry = writes[0].entry
             value_set = writes[1]
@@ -132,7 +137,7 @@ class SessionState(Reads):
                 self._stats = None
             self.next_seq = nodes[-1].seq + 1  # type: ignore[operator]
 
-    def add_entry_chain(self, nodes: Sequence[Record], ids: list[str], seqs: list[int], types: list[str]) -> None:
+    def add_entry_chain(self, nodes: Sequence[Record], ids: list[str], seqs: Sequence[int], types: list[str]) -> None:
         """:meth:`add_entry_nodes` for validated records each the child of the one before (the first may
         continue the newest stored record or start anywhere), given their ids, seqs and types."""
         if nodes:

@@ -19,7 +19,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
-from .validation import CommitReader, PreparedCommit, prepare_commit, proves_entry_chain, validate_committed
+from .validation import (
+    CommitReader,
+    EntryChain,
+    PreparedCommit,
+    prepare_commit,
+    proves_entry_chain,
+    validate_committed,
+)
 
 if TYPE_CHECKING:
     from .handle import HandleBranch, HandleMutation, SessionHandle
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommitReader",
+    "EntryChain",
     "HandleBranch",
     "HandleMutation",
     "KitSessionRepo",

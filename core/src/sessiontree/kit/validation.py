@@ -9,8 +9,11 @@ preconditions (:class:`~sessiontree.expectations.Expectations`), the content che
 usage ids unique across both, parents that exist, summable usage) plus address checks, raising
 :class:`~sessiontree.errors.StorageValidationError` at the first violation in pi's order and wording.
 The common shapes (a chain of entry inserts, a branch append) are proven with a few whole-batch
-operations first; anything not proven is checked write by write, which decides the error. A branch
-append (an entry, then its tip: the commit of every chat turn) is proven content and all in one pass
+operations first; anything not proven is checked write by write, which decides the error. A chain
+(entries each the child of the one before: a seed, a run of messages) reads each field of its entries
+once (``_prepare_entry_chain``) and hands the fields to the backend with the prepared commit
+(:class:`EntryChain`), so storing it reads none of them again. A branch append (an entry, then its
+tip: the commit of every chat turn) is proven content and all in one pass
 (``_prepare_branch_append``), building nothing but the committed objects.
 
 The rules only read the state through :class:`CommitReader`, so a backend that keeps its state in an
@@ -47,7 +50,7 @@ from ..expectations import Expectations
 from ..jsjson import MAX_SAFE_INTEGER, safe_integer
 from ..jsjson import template_string as js_string
 from ..model import ABSENT, ENTRY_CLASSES, Address, Entry, StoredValue, UnknownEntry, UsageRow
-from ..storable import check_new_writes, proves_new_entry_and_value
+from ..storable import check_new_writes, proves_new_entries, proves_new_entry_and_value
 from ..usage import summable_usage
 from ..values import check_address_parts, is_address
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -56,6 +59,7 @@ from .stamping import entry_stamper, stamp_entries, stamp_entry, with_seq
 
 __all__ = [
     "CommitReader",
+    "EntryChain",
     "PreparedCommit",
     "is_entry_then_value",
     "prepare_commit",
@@ -123,6 +127,20 @@ class PreparedCommit(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     replayed: bool = False
     encoded: Any = None
     """What the backend's ``encode`` gave :func:`prepare_commit` for these writes (``None`` if nothing)."""
+    chain: EntryChain | None = None
+    """For a commit of entry inserts each the child of the one before (a seed, a run of appended
+    messages): its committed entries a field at a time, for a backend to store them without reading
+    each field again; ``None`` for any other commit."""
+
+
+class EntryChain(msgspec.Struct, frozen=True, gc=False):
+    """The committed entries of a chain of entry inserts (each the child of the one before; the first
+    a root or the child of a stored entry), with their ids, seqs and types in the same order."""
+
+    entries: list[Entry]
+    ids: list[str]
+    seqs: range
+    types: list[str]
 
 
 
@@ -155,7 +173,11 @@ def prepare_commit(
                 return PreparedCommit(writes=(), first_seq=first, seqs=seqs, timestamp=stamp, replayed=True)
         expectations.check(reader)
     first = reader.next_seq
-    if is_entry_then_value(writes):
+    if set(map(type, writes)) == _ENTRY_WRITE:
+        chain = _prepare_entry_chain(reader, writes, first, timestamp, encode)
+        if chain is not None:
+            return chain
+    elif is_entry_then_value(writes):
         entry_write, value_set = cast("tuple[EntryWrite, ValueSet]", writes)
         prepared = _prepare_branch_append(reader, entry_write.entry, value_set, first, timestamp)
         if prepared is not None:
@@ -197,7 +219,57 @@ def _model_entry_inserts(writes: Sequence[Write]) -> bool:
 
 
 _ENTRY_WRITE = {EntryWrite}
+_STRING = {str}
+_STRING_OR_NONE = frozenset((str, type(None)))
 _get_entry = operator.attrgetter("entry")
+_get_id = operator.attrgetter("id")
+_get_parent_id = operator.attrgetter("parent_id")
+_get_type = operator.attrgetter("type")
+
+
+def _prepare_entry_chain(
+    reader: CommitReader,
+    writes: Sequence[Write],
+    first: int,
+    timestamp: int,
+    encode: Callable[[tuple[Write, ...]], Any] | None,
+) -> PreparedCommit | None:
+    """The commit of entry inserts of one model class, each the child of the one before (a seed, a
+    run of appended messages), when its ids, parents and seqs are proven a field at a time; ``None``
+    when they are not (the write-by-write path decides and names the error). Content that the fast
+    proofs do not prove gets the exact check, the only error left to raise. Each field is read once,
+    and kept in the prepared commit's :class:`EntryChain` for the backend to store."""
+    entries = list(map(_get_entry, writes))
+    classes = set(map(type, entries))
+    stamp = _append_stampers.get(classes.pop()) if len(classes) == 1 else None
+    if stamp is None or type(first) is not int or first + len(entries) - 1 > MAX_SAFE_INTEGER:
+        return None
+    ids = list(map(_get_id, entries))
+    parents = list(map(_get_parent_id, entries))
+    if (
+        set(map(type, ids)) != _STRING
+        or not set(map(type, parents)) <= _STRING_OR_NONE
+        or parents[1:] != ids[:-1]
+    ):
+        return None
+    root = parents[0]
+    batch = set(ids)
+    if len(batch) != len(ids) or reader.holds_any_id(batch) or (root is not None and not reader.has_entry(root)):
+        return None
+    seqs = range(first, first + len(entries))
+    stamped = list(map(stamp, entries, seqs, itertools.repeat(timestamp)))
+    committed = tuple(map(EntryWrite, stamped))
+    encoded = encode(committed) if encode is not None else None
+    if encoded is None and not proves_new_entries(entries):
+        check_new_writes(writes)  # the exact check: names the first unstorable field, if any
+    return PreparedCommit(
+        writes=committed,
+        first_seq=first,
+        seqs=tuple(seqs),
+        timestamp=timestamp,
+        encoded=encoded,
+        chain=EntryChain(stamped, ids, seqs, list(map(_get_type, stamped))),
+    )
 
 
 def _prepare_branch_append(

@@ -44,7 +44,7 @@ from sessiontree.errors import (
 from sessiontree.expectations import Expectations
 from sessiontree.fs import FileHandle, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
-from sessiontree.kit import StateStorage, wall_clock_ms
+from sessiontree.kit import EntryChain, StateStorage, wall_clock_ms
 from sessiontree.model import (
     CommitResult,
     Entry,
@@ -634,6 +634,9 @@ def _apply_appended(
     state = generation.state
     source = generation.source
     writes = prepared.writes
+    if prepared.chain is not None:
+        _apply_entry_chain(state, source, prepared.chain, line_offset, spans)
+        return
     if set(map(type, writes)) == _ENTRY_WRITE:
         _apply_entry_inserts(state, source, list(map(_get_entry, writes)), line_offset, spans)
         return
@@ -683,6 +686,31 @@ def _apply_entry_inserts(
     source.remember_new(nodes, entries, lengths)
 
 
+def _apply_entry_chain(
+    state: SessionState, source: EntrySource, chain: EntryChain, line_offset: int, spans: Sequence[tuple[int, int]]
+) -> None:
+    """:func:`_apply_entry_inserts` for a chain of entry inserts, reusing the fields the validator read."""
+    entries = chain.entries
+    lengths = list(map(_get_length, spans))
+    nodes = list(
+        map(
+            LazyEntryNode,
+            chain.seqs,
+            itertools.repeat(entries[0].timestamp),
+            chain.ids,
+            map(_get_parent_id, entries),
+            chain.types,
+            map(_get_custom_type, entries),
+            map(line_offset.__add__, map(_get_offset, spans)),
+            lengths,
+            itertools.repeat(None),
+            itertools.repeat(source.loader),
+        )
+    )
+    state.add_entry_chain(cast("list[Record]", nodes), chain.ids, chain.seqs, chain.types)
+    source.remember_new(nodes, entries, lengths)
+
+
 def _add_nodes(state: SessionState, source: EntrySource, nodes: list[LazyEntryNode], entries: list[Entry]) -> None:
     """Store the pending entry nodes in one batch, keep their entries held, and clear both lists."""
     if nodes:
@@ -694,6 +722,8 @@ def _add_nodes(state: SessionState, source: EntrySource, nodes: list[LazyEntryNo
 
 _ENTRY_WRITE = {EntryWrite}
 _get_entry = operator.attrgetter("entry")
+_get_parent_id = operator.attrgetter("parent_id")
+_get_custom_type = operator.attrgetter("custom_type")
 _get_offset = operator.itemgetter(0)
 _get_length = operator.itemgetter(1)
 # LazyEntryNode's fields before offset/length, read from the committed entry.
