@@ -9,7 +9,7 @@ import attrs
 
 from sessiontree import values
 from sessiontree.model import MessageEntry
-from sessiontree.writes import EntryWrite, Write, insert_entry, set_value
+from sessiontree.writes import Write, insert_entry, set_value
 
 __all__ = [
     "CATALOG_DATASETS",
@@ -32,7 +32,10 @@ PAYLOAD_BYTES = 256
 
 def entry_id(index: int) -> str:
     """``storageBenchmarkEntryId``: ``benchmark-entry-`` and 8 zero-padded digits."""
-    return f"benchmark-entry-{index:08d}"
+    return _ENTRY_ID(index)
+
+
+_ENTRY_ID = "benchmark-entry-{:08d}".format
 
 
 def session_id(index: int) -> str:
@@ -95,32 +98,34 @@ CATALOG_DATASETS: tuple[CatalogDataset, ...] = tuple(catalog_dataset(n) for n in
 """``SESSION_REPO_CATALOG_BENCHMARK_DATASETS``."""
 
 
-def _message_entry(identifier: str, parent_id: str | None, payload_bytes: int) -> EntryWrite:
-    prefix = f"{identifier}:"
-    text = prefix + "x" * max(0, payload_bytes - len(prefix))
-    return insert_entry(
-        MessageEntry(
-            id=identifier,
-            parent_id=parent_id,
-            message={
-                "role": "user",
-                "content": [{"type": "text", "text": text}],
-                "timestamp": MESSAGE_TIMESTAMP,
-            },
-        )
-    )
-
-
 def seed_transactions(dataset: LinearDataset) -> Iterator[list[Write]]:
-    """``generateStorageBenchmarkSeedTransactions``: 250-entry inserts forming one linear chain."""
+    """``generateStorageBenchmarkSeedTransactions``: 250-entry inserts forming one linear chain, each
+    entry pi's ``createEntry``: fresh message objects, a ``<id>:`` prefix padded with ``x`` to the
+    payload size.
+
+    A batch is built by two comprehensions rather than a helper call per entry: the same objects, built
+    inside the timer as pi builds them, without the three Python calls an entry that V8 inlines away
+    (the 10k dataset: 120 -> 101 M instructions)."""
     parent_id = None
+    size = dataset.payload_bytes
     for start in range(0, dataset.entry_count, SEED_BATCH_SIZE):
-        batch = []
-        for index in range(start, min(start + SEED_BATCH_SIZE, dataset.entry_count)):
-            identifier = entry_id(index)  # each id formatted once: it is the next entry's parent
-            batch.append(_message_entry(identifier, parent_id, dataset.payload_bytes))
-            parent_id = identifier
-        yield batch
+        ids = list(map(_ENTRY_ID, range(start, min(start + SEED_BATCH_SIZE, dataset.entry_count))))
+        parents = [parent_id, *ids[:-1]]
+        parent_id = ids[-1]
+        yield [
+            insert_entry(
+                MessageEntry(
+                    id=identifier,
+                    parent_id=parent,
+                    message={
+                        "role": "user",
+                        "content": [{"type": "text", "text": f"{identifier}:".ljust(size, "x")}],
+                        "timestamp": MESSAGE_TIMESTAMP,
+                    },
+                )
+            )
+            for identifier, parent in zip(ids, parents)
+        ]
 
 
 def fork_source_writes(dataset: LinearDataset) -> list[Write]:

@@ -34,6 +34,7 @@ from benchmarks.pi import load_pi_results  # noqa: E402
 from benchmarks.profiling import SCENARIOS, profile_scenario, shares  # noqa: E402
 from benchmarks.results import Result, median, result_from_samples  # noqa: E402
 from benchmarks.scenarios import APPEND_COUNT, Plan, plan_for_sizes, run_backend  # noqa: E402
+from sessiontree.model import MessageEntry  # noqa: E402
 
 READ_SCENARIOS = ["get 100 distributed entries", "scan latest 50 entries", "scan full branch structure"]
 INSTALLED = [backend.name for backend in discover_backends()]
@@ -74,6 +75,25 @@ def test_seed_transactions_are_a_chain_of_256_byte_messages_in_250_entry_commits
     assert all(entry.parent_id == entry_id(i - 1) for i, entry in enumerate(entries) if i)
     text = entries[7].message["content"][0]["text"]
     assert text.startswith("benchmark-entry-00000007:x") and len(text) == 256
+
+
+def test_seed_entries_are_pis_create_entry_each_with_its_own_objects() -> None:
+    """Entry by entry what pi's ``createEntry`` builds; no two entries share a message, content list or
+    part (sharing would make the timed seed cheaper than pi's)."""
+    entries = [write.entry for tx in seed_transactions(linear_dataset(300)) for write in tx]
+    for index, entry in enumerate(entries):
+        prefix = f"benchmark-entry-{index:08d}:"
+        assert entry == MessageEntry(
+            id=entry_id(index),
+            parent_id=None if index == 0 else entry_id(index - 1),
+            message={
+                "role": "user",
+                "content": [{"type": "text", "text": prefix + "x" * (256 - len(prefix))}],
+                "timestamp": 1_650_000_000_000,
+            },
+        )
+    for getter in (lambda e: e.message, lambda e: e.message["content"], lambda e: e.message["content"][0]):
+        assert len({id(getter(entry)) for entry in entries}) == len(entries)
 
 
 def test_fork_source_writes_set_tip_lane_config_and_idle_lane_state() -> None:
