@@ -41,6 +41,7 @@ from sessiontree.wire.entries import build_entries
 from sessiontree.writes import ValueSet
 
 from .bulk_read import entries_of_layout, record_layout
+from .message_lines import MessageRecord, ValueSetRecord, encode_record
 from .replay import EntrySource, LazyEntryNode, Replayer
 
 __all__ = ["EAGER_MAX_BYTES", "may_replay_whole", "replay_whole"]
@@ -289,30 +290,8 @@ def _apply_checked(
     return True
 
 
-class _MessageRecord(
-    msgspec.Struct, tag_field="kind", tag="entry", forbid_unknown_fields=True, rename={"parent_id": "parentId"}
-):
-    """A committed message entry with exactly the members sessiontree and pi write, in their order."""
-
-    id: str
-    parent_id: str | None
-    type: str
-    message: Any
-    seq: int
-    timestamp: int
-
-
-class _ValueSetRecord(msgspec.Struct, tag_field="kind", tag="value", forbid_unknown_fields=True):
-    op: str
-    seq: int
-    namespace: str
-    key: str
-    value: Any
-
-
-_decode_append = msgspec.json.Decoder(tuple[_MessageRecord, _ValueSetRecord]).decode
-_encode_record = msgspec.json.Encoder().encode
-_MESSAGE_WIRE_KEYS = ("kind", *(field.encode_name for field in msgspec.structs.fields(_MessageRecord)))
+_decode_append = msgspec.json.Decoder(tuple[MessageRecord, ValueSetRecord]).decode
+_MESSAGE_WIRE_KEYS = ("kind", *(field.encode_name for field in msgspec.structs.fields(MessageRecord)))
 _ENTRY_LINE = b'[{"kind":"entry",'
 
 
@@ -321,7 +300,7 @@ def _first_entry_line(lines: list[bytes]) -> int:
     return next((index for index, line in enumerate(lines) if line.startswith(_ENTRY_LINE)), len(lines))
 
 
-def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[_MessageRecord, _ValueSetRecord]], list[int]] | None:
+def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[MessageRecord, ValueSetRecord]], list[int]] | None:
     """The lines decoded straight into records, with the length of each line's entry object, when
     every one is a message branch append written as the encoder writes it (``None`` otherwise: the
     general path parses them).
@@ -336,9 +315,9 @@ def _typed_appends(lines: list[bytes]) -> tuple[list[tuple[_MessageRecord, _Valu
         return None
     try:
         decoded = list(map(_decode_append, lines))
-        entries = [_encode_record(entry) for entry, _ in decoded]
+        entries = [encode_record(entry) for entry, _ in decoded]
         rebuilt = [
-            b"".join((b"[", entry, b",", _encode_record(value), b"]"))
+            b"".join((b"[", entry, b",", encode_record(value), b"]"))
             for entry, (_, value) in zip(entries, decoded, strict=True)
         ]
     except _NOT_TYPED:
@@ -355,7 +334,7 @@ _NOT_TYPED = (msgspec.DecodeError, msgspec.EncodeError, RecursionError, UnicodeD
 
 def _apply_typed(
     replayer: Replayer,
-    typed: tuple[list[tuple[_MessageRecord, _ValueSetRecord]], list[int]],
+    typed: tuple[list[tuple[MessageRecord, ValueSetRecord]], list[int]],
     starts: list[int],
     first: int,
 ) -> bool:

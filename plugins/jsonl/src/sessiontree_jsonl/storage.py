@@ -66,6 +66,7 @@ from .io import Durability, check_durability, io_error, io_errors, publish_atomi
 from .legacy_v3 import LegacyV3Error, LegacyV3Header, LegacyV3Options, LegacyV3Source
 from .loading import Generation, catch_up, load_generation, parse_header, read_header_line
 from .locking import locked_session_file
+from .message_lines import encode_message_chain
 from .replay import EntrySource, LazyEntryNode
 
 if TYPE_CHECKING:
@@ -600,7 +601,12 @@ def _encode_proven_line(stamped: Sequence[EntryWrite]) -> tuple[bytes, list[tupl
     """:func:`_encode_line` of entry inserts when orjson's encoding proves their content storable
     (:func:`~sessiontree.storable.proves_encoded_entries`), else ``None``. The one encoding pass over
     the content is also its proof; the exactness gate runs once over the whole line, unless the records
-    have the plain shape that needs neither (:mod:`sessiontree.wire.plain`)."""
+    have the plain shape that needs neither (:mod:`sessiontree.wire.plain`). New message entries with
+    plain messages and nothing else (a seed, a run of chat turns) are encoded from typed records
+    (:func:`~sessiontree_jsonl.message_lines.encode_message_chain`), with no wire dict per entry."""
+    parts = encode_message_chain(stamped)
+    if parts is not None:
+        return _joined(parts)
     records = committed_writes_to_wire(stamped)
     parts = jsjson.orjson_parts(records)
     if parts is None:
