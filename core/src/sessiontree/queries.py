@@ -1,13 +1,14 @@
 """Query options for the Storage read methods (pi's ``BranchScan``, ``EntryScan``, ``UsageScan``, ...).
 
-Cursors are plain seqs (pi's ``{seq}``); they are exclusive.
+Cursors are plain seqs (pi's ``{seq}``); they are exclusive. Each is a frozen :class:`msgspec.Struct`
+(built in C: every read builds one), copied with :func:`sessiontree.model.replace`.
 """
 
 from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-import attrs
+import msgspec
 
 __all__ = [
     "BranchOrder",
@@ -28,8 +29,7 @@ LIST_READ_DEFAULT_LIMIT = 1000
 LIST_READ_MAX_LIMIT = 10000
 
 
-@attrs.frozen(kw_only=True)
-class BranchScan:
+class BranchScan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Walk from ``start`` to the root.
 
     Order, then stop (inclusive, ``stop_at_id``/``stop_at_type``), then filters (``type``,
@@ -58,8 +58,7 @@ class BranchQuery(TypedDict, total=False):
     cursor: int | None
 
 
-@attrs.frozen(kw_only=True)
-class EntryScan:
+class EntryScan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Every entry in seq order, filtered by type, custom type and an inclusive seq range."""
 
     type: str | None = None
@@ -70,8 +69,7 @@ class EntryScan:
     limit: int | float | None = None
 
 
-@attrs.frozen(kw_only=True)
-class UsageScan:
+class UsageScan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Usage rows in seq order within an inclusive seq range."""
 
     from_seq: int | None = None
@@ -80,8 +78,7 @@ class UsageScan:
     limit: int | float | None = None
 
 
-@attrs.frozen(kw_only=True)
-class ListReadOptions:
+class ListReadOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One page of a list: exclusive ``cursor`` seq, ``order`` and ``limit`` (default 1000, max 10000)."""
 
     cursor: int | None = None
