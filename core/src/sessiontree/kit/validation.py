@@ -173,11 +173,7 @@ def prepare_commit(
                 return PreparedCommit(writes=(), first_seq=first, seqs=seqs, timestamp=stamp, replayed=True)
         expectations.check(reader)
     first = reader.next_seq
-    if set(map(type, writes)) == _ENTRY_WRITE:
-        chain = _prepare_entry_chain(reader, writes, first, timestamp, encode)
-        if chain is not None:
-            return chain
-    elif is_entry_then_value(writes):
+    if is_entry_then_value(writes):
         entry_write, value_set = cast("tuple[EntryWrite, ValueSet]", writes)
         prepared = _prepare_branch_append(reader, entry_write.entry, value_set, first, timestamp)
         if prepared is not None:
@@ -189,6 +185,10 @@ def prepare_commit(
         )
         validate_each(reader, committed)
         return PreparedCommit(writes=committed, first_seq=first, seqs=(first, first + 1), timestamp=timestamp)
+    if set(map(type, writes)) == _ENTRY_WRITE:
+        chain = _prepare_entry_chain(reader, writes, first, timestamp, encode)
+        if chain is not None:
+            return chain
     stamped = None
     encoded = None
     if encode is not None and _model_entry_inserts(writes):
