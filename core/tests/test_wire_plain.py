@@ -14,13 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sessiontree import jsjson
+from sessiontree.errors import StorageContentError
 from sessiontree.kit.stamping import stamp_entries, stamp_entry
 from sessiontree.model import ABSENT, CustomEntry, MessageEntry
-from sessiontree.errors import StorageContentError
 from sessiontree.storable import check_new_writes, proves_encoded_entries
 from sessiontree.wire import committed_write_to_wire, committed_writes_to_wire
 from sessiontree.wire.plain import are_plain_message_records, are_plain_messages
 from sessiontree.writes import EntryWrite
+from sessiontree_conformance.strategies import plain_messages, safe_integers, short_text
 
 
 def record(**message: Any) -> dict[str, Any]:
@@ -103,16 +104,9 @@ def test_the_record_members_are_part_of_the_shape(change: dict[str, Any]) -> Non
     assert not are_plain_message_records([record(), {**record(), **change}])
 
 
-_TEXT = st.text(max_size=40)
-_INT = st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-_PART = st.one_of(
-    st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT}),
-    st.fixed_dictionaries({"type": st.just("image"), "data": _TEXT, "mimeType": _TEXT}),
-)
-_MESSAGE = st.fixed_dictionaries(
-    {"role": _TEXT, "content": st.one_of(_TEXT, st.lists(_PART, max_size=3)), "timestamp": _INT},
-    optional={"toolCallId": _TEXT, "toolName": _TEXT, "isError": st.booleans()},
-)
+_TEXT = short_text
+_INT = safe_integers
+_MESSAGE = plain_messages
 _RECORD = st.fixed_dictionaries(
     {
         "kind": st.just("entry"),

@@ -15,18 +15,8 @@ from sessiontree.kit.stamping import stamp_entries
 from sessiontree.model import MessageEntry
 from sessiontree.wire import committed_writes_to_wire
 from sessiontree.writes import EntryWrite
+from sessiontree_conformance.strategies import plain_messages, short_text
 from sessiontree_jsonl.message_lines import encode_message_chain
-
-_TEXT = st.text(max_size=30)
-_INT = st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-_PART = st.one_of(
-    st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT}),
-    st.fixed_dictionaries({"type": st.just("image"), "data": _TEXT, "mimeType": _TEXT}),
-)
-_MESSAGE = st.fixed_dictionaries(
-    {"role": _TEXT, "content": st.one_of(_TEXT, st.lists(_PART, max_size=3)), "timestamp": _INT},
-    optional={"toolCallId": _TEXT, "toolName": _TEXT, "isError": st.booleans(), "stopReason": _TEXT},
-)
 
 
 def _stamped(entries: list[Any], first: int = 10, timestamp: int = 1_785_000_000_000) -> tuple[Any, ...]:
@@ -39,7 +29,7 @@ def _exact(stamped: tuple[Any, ...]) -> list[bytes]:
     return [jsjson._slow_dumps(record).encode() for record in committed_writes_to_wire(stamped)]
 
 
-@given(st.lists(st.tuples(_TEXT, st.one_of(st.none(), _TEXT), _MESSAGE), min_size=1, max_size=4))
+@given(st.lists(st.tuples(short_text, st.one_of(st.none(), short_text), plain_messages), min_size=1, max_size=4))
 def test_plain_message_entries_are_written_as_the_exact_encoder_writes_them(
     rows: list[tuple[str, str | None, dict[str, Any]]],
 ) -> None:
