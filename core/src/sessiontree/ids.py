@@ -26,6 +26,39 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class _OsRandomPool:
+    """``os.urandom`` read ``POOL_BYTES`` at a time: one system call per 256 ids instead of one
+    each (about 1.6 µs of a 4.2 µs id on this VM). A forked child drops what it inherited, so parent and
+    child never hand out the same bytes."""
+
+    POOL_BYTES = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = b""
+        self._at = 0
+        os.register_at_fork(after_in_child=self._drop)
+
+    def __call__(self, count: int) -> bytes:
+        with self._lock:
+            start = self._at
+            if start + count > len(self._pool):
+                if count > self.POOL_BYTES:
+                    return os.urandom(count)
+                self._pool = os.urandom(self.POOL_BYTES)
+                start = 0
+            self._at = start + count
+            return self._pool[start : start + count]
+
+    def _drop(self) -> None:
+        self._lock = threading.Lock()  # a lock held by another thread at fork time stays held in the child
+        self._pool = b""
+        self._at = 0
+
+
+_os_random = _OsRandomPool()
+
+
 def _as_timestamp(candidate: object) -> int:
     """``candidate`` as an int when it is what JS ``Number.isInteger`` accepts within the UUIDv7 range."""
     if isinstance(candidate, bool) or not isinstance(candidate, (int, float)):
@@ -49,7 +82,7 @@ class UuidV7Minter:
         self,
         *,
         now: Callable[[], int] = _now_ms,
-        random_bytes: Callable[[int], bytes] = os.urandom,
+        random_bytes: Callable[[int], bytes] = _os_random,
         sequence: int | None = None,
     ) -> None:
         self._now = now
