@@ -98,7 +98,7 @@ def proves_new_entries(entries: list[Any]) -> bool:
     """True when new entries of one of the model's classes, whose ids the caller found to be strings
     and parents strings or ``None``, are storable: proven as :func:`_proven` proves a batch. False
     means "not proven" (:func:`check_new_writes` decides, and names the error)."""
-    payloads = _payload_columns(entries, type(entries[0]))
+    payloads = _payload_columns(entries)
     return payloads is not None and _proves_payloads(payloads)
 
 
@@ -190,10 +190,10 @@ def _entry_payloads(entries: list[Any]) -> list[Any] | None:
         return None
     if not set(map(type, map(_get_parent_id, entries))) <= _STRING_OR_NONE:
         return None
-    return _payload_columns(entries, type(entries[0]))
+    return _payload_columns(entries)
 
 
-def _payload_columns(entries: list[Any], cls: type) -> list[Any] | None:
+def _payload_columns(entries: list[Any]) -> list[Any] | None:
     """:func:`_entry_payloads` once the class, ids and parents are checked."""
     # A new entry has no seq or timestamp yet (one that has them takes the exact check).
     if set(map(_get_seq, entries)) != _NONE or set(map(_get_timestamp, entries)) != _NONE:
@@ -201,7 +201,7 @@ def _payload_columns(entries: list[Any], cls: type) -> list[Any] | None:
     # Field by field, leaving out a field no entry has (ABSENT is storable, and orjson reads an enum's
     # value through a Python property: 0.3 µs per entry for the usual two absent fields).
     columns = {}
-    for name in _PAYLOAD_NAMES[cls]:
+    for name in _PAYLOAD_NAMES[type(entries[0])]:
         column = list(map(operator.attrgetter(name), entries))
         if column.count(ABSENT) != len(column):
             columns[name] = column

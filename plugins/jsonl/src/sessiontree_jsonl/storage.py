@@ -640,8 +640,9 @@ def _apply_appended(
     state = generation.state
     source = generation.source
     writes = prepared.writes
-    if prepared.chain is not None:
-        _apply_entry_chain(state, source, prepared.chain, line_offset, spans)
+    chain = prepared.chain
+    if chain is not None:
+        _apply_entry_inserts(state, source, chain.entries, line_offset, spans, chain)
         return
     if set(map(type, writes)) == _ENTRY_WRITE:
         _apply_entry_inserts(state, source, list(map(_get_entry, writes)), line_offset, spans)
@@ -673,47 +674,38 @@ def _apply_appended(
 
 
 def _apply_entry_inserts(
-    state: SessionState, source: EntrySource, entries: list[Entry], line_offset: int, spans: Sequence[tuple[int, int]]
+    state: SessionState,
+    source: EntrySource,
+    entries: list[Entry],
+    line_offset: int,
+    spans: Sequence[tuple[int, int]],
+    chain: EntryChain | None = None,
 ) -> None:
     """:func:`_apply_appended` for a commit of entry inserts only (a seed, an import): the nodes are
-    built a column at a time."""
+    built a column at a time; a chain's ids, seqs and types are the ones the validator read."""
     lengths = list(map(_get_length, spans))
+    columns = [map(getter, entries) for getter in _NODE_FIELDS] if chain is None else [
+        chain.seqs,
+        itertools.repeat(entries[0].timestamp),  # one commit, one timestamp
+        chain.ids,
+        map(_get_parent_id, entries),
+        chain.types,
+        map(_get_custom_type, entries),
+    ]
     nodes = list(
         map(
             LazyEntryNode,
-            *(map(getter, entries) for getter in _NODE_FIELDS),
+            *columns,
             map(line_offset.__add__, map(_get_offset, spans)),
             lengths,
             itertools.repeat(None),
             itertools.repeat(source.loader),
         )
     )
-    state.add_entry_nodes(cast("list[Record]", nodes))
-    source.remember_new(nodes, entries, lengths)
-
-
-def _apply_entry_chain(
-    state: SessionState, source: EntrySource, chain: EntryChain, line_offset: int, spans: Sequence[tuple[int, int]]
-) -> None:
-    """:func:`_apply_entry_inserts` for a chain of entry inserts, reusing the fields the validator read."""
-    entries = chain.entries
-    lengths = list(map(_get_length, spans))
-    nodes = list(
-        map(
-            LazyEntryNode,
-            chain.seqs,
-            itertools.repeat(entries[0].timestamp),
-            chain.ids,
-            map(_get_parent_id, entries),
-            chain.types,
-            map(_get_custom_type, entries),
-            map(line_offset.__add__, map(_get_offset, spans)),
-            lengths,
-            itertools.repeat(None),
-            itertools.repeat(source.loader),
-        )
-    )
-    state.add_entry_chain(cast("list[Record]", nodes), chain.ids, chain.seqs, chain.types)
+    if chain is None:
+        state.add_entry_nodes(cast("list[Record]", nodes))
+    else:
+        state.add_entry_chain(cast("list[Record]", nodes), chain.ids, chain.seqs, chain.types)
     source.remember_new(nodes, entries, lengths)
 
 
