@@ -54,23 +54,26 @@ with JsonlStorage.open(path, fs=SlowDisk()) as storage:
         content = "x" * rng.choice((10, 1000, 20_000))
         entry = MessageEntry(id=entry_id, parent_id=parent, message={"role": "user", "content": content})
         result = storage.commit([EntryWrite(entry), set_value(branch_tip("main"), entry_id)])
-        print(entry_id, result.seqs[0], flush=True)
+        # One write per acknowledgement: print() writes its parts separately when unbuffered.
+        os.write(1, f"{entry_id} {result.seqs[0]}\\n".encode())
         parent = entry_id
 """
 
 
-def _read_acks(process: subprocess.Popen[str], until: float, limit: int | None = None) -> list[str]:
+def _wait_for_first_ack(process: subprocess.Popen[str], until: float) -> list[str]:
     assert process.stdout is not None
-    lines: list[str] = []
-    while time.monotonic() < until and (limit is None or len(lines) < limit):
-        ready, _, _ = select.select([process.stdout], [], [], max(0.0, until - time.monotonic()))
-        if not ready:
-            break
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-    return lines
+    ready, _, _ = select.select([process.stdout], [], [], max(0.0, until - time.monotonic()))
+    return [process.stdout.readline()] if ready else []
+
+
+def _complete_acks(lines: list[str]) -> list[tuple[str, int]]:
+    """The acknowledgements a killed writer got out whole (a kill can cut the last line short)."""
+    acks = []
+    for line in lines:
+        if line.endswith("\n"):
+            entry_id, seq = line.split()
+            acks.append((entry_id, int(seq)))
+    return acks
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -90,14 +93,14 @@ def test_sigkill_mid_append_keeps_every_acknowledged_commit(tmp_path: Path) -> N
         try:
             # Let it start and commit a little, then kill it at a random moment.
             # Every fifth run waits for a first acknowledgement (the others may die before any).
-            first = _read_acks(process, time.monotonic() + 30, limit=1) if run % 5 == 0 else []
+            first = _wait_for_first_ack(process, time.monotonic() + 30) if run % 5 == 0 else []
             time.sleep(rng.uniform(0.2, 0.6))
             process.send_signal(signal.SIGKILL)
             process.wait(30)
             assert process.returncode == -signal.SIGKILL, process.stderr.read() if process.stderr else ""
-            for line in first + _read_acks(process, time.monotonic() + 5):
-                entry_id, seq = line.split()
-                acknowledged[entry_id] = int(seq)
+            assert process.stdout is not None
+            # The writer is dead, so the pipe ends: read everything it acknowledged.
+            acknowledged.update(_complete_acks(first + process.stdout.read().splitlines(keepends=True)))
         finally:
             if process.poll() is None:
                 process.kill()
