@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import orjson
 import pytest
 
 from sessiontree import jsjson
@@ -14,6 +16,7 @@ from sessiontree.contracts import BranchFork, ForkOptions, TreeFork
 from sessiontree.errors import ForkError
 from sessiontree.model import Address
 from sessiontree.values import lane_config, lane_state
+from sessiontree_jsonl import eager, fork_open
 from sessiontree_jsonl import repo as repo_module
 from sessiontree_jsonl.fork_open import _is_stringify_output
 from sessiontree_jsonl.repo import JsonlSessionRepo
@@ -211,3 +214,119 @@ def test_entry_text_is_copied_only_when_it_is_what_json_stringify_writes(text: s
     data = ("[" + text + "," + text + "]").encode()
     assert _is_stringify_output(data) is copied
     assert jsjson.is_stringify_output(data) is copied
+
+
+# --- what an open proved is not proven again ---------------------------------------------------------
+
+
+def write_closed_session(repo: JsonlSessionRepo, count: int) -> tuple[str, Path, list[str]]:
+    """A runtime's closed session: one lane, ``count`` plain messages (each line a branch append)."""
+    session = repo.create(id="resumed", cwd="/w")
+    main = session.lane("main")
+    ids = [main.append_message({"role": "user", "content": f"m{i}", "timestamp": i}) for i in range(count)]
+    path = Path(str(session.metadata.path))
+    session.close()
+    return "resumed", path, ids
+
+
+@pytest.fixture
+def proofs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of entry texts each stringify proof of a fast fork covered."""
+    covered: list[int] = []
+
+    def counting(data: bytes) -> bool:
+        covered.append(len(jsjson.loads(data)))
+        return _is_stringify_output(data)
+
+    monkeypatch.setattr(fork_open, "_is_stringify_output", counting)
+    return covered
+
+
+@pytest.fixture
+def typed_opens(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each one-pass open decoded its entry lines as typed records."""
+    seen: list[bool] = []
+    exact_from = eager._exact_from
+
+    def recording(typed: Any, start: int, end: int) -> int:
+        seen.append(typed is not None)
+        return exact_from(typed, start, end)
+
+    monkeypatch.setattr(eager, "_exact_from", recording)
+    return seen
+
+
+def fork_resumed_and_closed(repo: JsonlSessionRepo, session_id: str, entry_id: str) -> tuple[bytes, bytes]:
+    """The bodies of a fork at ``entry_id`` of the session opened by id and read (the fast fork), and of
+    the same fork of the closed session (the streaming fork, which re-serializes every copied entry)."""
+    options = BranchFork(branch="main", entry_id=entry_id)
+    session = repo.open(session_id)
+    session.branch("main").find_entries()
+    fast = repo.fork(session.metadata, options)
+    session.close()
+    streamed = repo.fork(session.metadata, options)
+    bodies = body(fast.metadata.path), body(streamed.metadata.path)
+    fast.close()
+    streamed.close()
+    return bodies
+
+
+def test_a_resumed_plain_session_forks_without_proving_its_text_again(
+    tmp_path: Path, proofs: list[int], typed_opens: list[bool]
+) -> None:
+    with JsonlSessionRepo(tmp_path / "sessions") as repo:
+        session_id, _path, ids = write_closed_session(repo, 8)
+        fast, streamed = fork_resumed_and_closed(repo, session_id, ids[5])
+    assert typed_opens == [True]
+    assert proofs == []  # the open proved every line exact; the fork copied it as it was
+    assert fast == streamed
+
+
+@pytest.mark.parametrize(
+    ("edit", "text"),
+    [
+        (b'"timestamp":3}', b'"timestamp":3.0}'),  # msgspec writes 3.0, JSON.stringify 3
+        (b'"content":"m3"', b'"content":"m3","0":"a"'),  # JSON.stringify writes index keys first
+    ],
+    ids=["integral float", "index key"],
+)
+def test_a_resumed_line_that_is_canonical_but_not_stringify_output_is_re_serialized(
+    tmp_path: Path, proofs: list[int], typed_opens: list[bool], edit: bytes, text: bytes
+) -> None:
+    with JsonlSessionRepo(tmp_path / "sessions") as repo:
+        session_id, path, ids = write_closed_session(repo, 8)
+        data = path.read_bytes()
+        assert data.count(edit) == 1
+        path.write_bytes(data.replace(edit, text))  # still the msgspec encoding of what it holds
+        fast, streamed = fork_resumed_and_closed(repo, session_id, ids[5])
+    assert typed_opens == [True]  # the typed open read it: only the plain check keeps it from a copy
+    assert proofs and sum(proofs) == 6
+    assert text not in fast
+    assert fast == streamed
+
+
+def test_lines_another_writer_appended_are_proven_before_they_are_copied(
+    tmp_path: Path, proofs: list[int]
+) -> None:
+    with JsonlSessionRepo(tmp_path / "sessions") as repo:
+        session_id, path, ids = write_closed_session(repo, 4)
+        session = repo.open(session_id)
+        session.branch("main").find_entries()
+        last = orjson.loads(path.read_bytes().rsplit(b"\n", 2)[1])
+        entry, tip = last
+        seq = tip["seq"] + 1
+        entry.update(id="foreign", parentId=entry["id"], seq=seq)
+        entry["message"] = {"role": "user", "content": "from elsewhere", "timestamp": 7.0}
+        tip.update(seq=seq + 1, value="foreign")
+        with path.open("ab") as file:  # another writer's line: canonical for msgspec, not JSON.stringify's
+            file.write(msgspec.json.encode([entry, tip]) + b"\n")
+        session.branch("main").append_message({"role": "user", "content": "after", "timestamp": 8})
+        options = BranchFork(branch="main")
+        fast = repo.fork(session.metadata, options)
+        session.close()
+        streamed = repo.fork(session.metadata, options)
+        assert sum(proofs) == 5  # the entries up to the end of what the catch-up replayed
+        assert b'"timestamp":7.0' not in body(fast.metadata.path)
+        assert body(fast.metadata.path) == body(streamed.metadata.path)
+        fast.close()
+        streamed.close()

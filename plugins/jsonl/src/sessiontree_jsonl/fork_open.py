@@ -6,7 +6,9 @@ order, :meth:`~sessiontree.engine.SessionState.fork_selection`) and every entry 
 its JSON object in the file. So the fork reads the byte ranges of the copied entries in a few large
 reads and writes them, each as its own line, after one check that they already are ``JSON.stringify``
 output (:func:`sessiontree.jsjson.is_stringify_output`; an entry that is not is re-serialized, as pi
-does). The few surviving value and list rows are found by seq (the line of the entry just before
+does). Text the generation already knows to be that output (:attr:`Generation.exact_from
+<sessiontree_jsonl.loading.Generation.exact_from>`: sessiontree's own appends, or a resumed runtime's
+lines its open proved) is copied without the check, which is about half of a fork of 5k messages. The few surviving value and list rows are found by seq (the line of the entry just before
 them on) and go through the streaming fork's own projection. One write and, for ``durability="fsync"``,
 one fsync; the result is byte for byte what the streaming fork writes.
 
@@ -19,8 +21,8 @@ from __future__ import annotations
 
 import heapq
 import operator
-from itertools import islice
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -77,6 +79,8 @@ class OpenForkSelection:
     first_list_seq: dict[tuple[str, str], int | None]
     header: JsonlHeader
     body_offset: int
+    exact_from: int
+    """Entry texts from this offset on are known to be ``JSON.stringify`` output (copied unchecked)."""
     next_seq: int
     end: int
     """The size of the file the state replayed."""
@@ -122,6 +126,7 @@ def select_open_fork(
         first_list_seq=first_list_seq,
         header=generation.header,
         body_offset=generation.body_offset,
+        exact_from=generation.exact_from,
         next_seq=state.next_seq,
         end=generation.known_end,
     )
@@ -142,7 +147,7 @@ def fork_open_source(
     """Write the fork ``selection`` describes (create-only); ``None`` (nothing written) when the bytes
     are not what the selection expects, so the streaming fork decides and names any error."""
     try:
-        entries = _entry_lines(handle, selection.nodes)
+        entries = _entry_lines(handle, selection.nodes, selection.exact_from)
         values = _value_lines(handle, selection)
     except (StorageError, ValueError):
         return None
@@ -237,6 +242,7 @@ class OpenFork:
             body_offset=self.body_offset,
             known_end=end,
             line_count=1 + len(self.lines),
+            exact_from=self.body_offset,  # copied texts were proven exact, or re-serialized
         )
 
 
@@ -253,9 +259,12 @@ def _row_write(line: bytes) -> Write | None:
     return None
 
 
-def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tuple[int, bytes]] | None:
+def _entry_lines(
+    handle: FileHandle, nodes: Sequence[LazyEntryNode], exact_from: int
+) -> list[tuple[int, bytes]] | None:
     """``(seq, JSON.stringify text)`` of each node's entry: its bytes in the file, read in a few large
-    reads, re-serialized only if they are not already that text."""
+    reads, re-serialized only if they are not already that text (checked for the entries before
+    ``exact_from``; those at or past it are known to be)."""
     if not nodes:
         return []
     offsets = list(map(_get_offset, nodes))
@@ -289,11 +298,12 @@ def _entry_lines(handle: FileHandle, nodes: Sequence[LazyEntryNode]) -> list[tup
         ]
     except IndexError:
         return None  # a line holds fewer writes than the state says
-    if not _is_stringify_output(b"[" + b",".join(elements) + b"]"):
-        elements = [
-            text if jsjson.is_stringify_output(text) else jsjson.dumpb(jsjson.loads(text))
-            for text in elements
-        ]
+    unproven = [index for index, offset in enumerate(offsets) if offset < exact_from]
+    if unproven and not _is_stringify_output(b"[" + b",".join(elements[index] for index in unproven) + b"]"):
+        for index in unproven:
+            text = elements[index]
+            if not jsjson.is_stringify_output(text):
+                elements[index] = jsjson.dumpb(jsjson.loads(text))
     return list(zip(map(_get_seq, nodes), elements))
 
 

@@ -45,6 +45,10 @@ class Generation:
     """Offset just after the last complete line replayed; bytes beyond it are unread or a torn tail."""
     line_count: int
     """Complete lines replayed, the header included (the number of the last one)."""
+    exact_from: int
+    """Every entry's text from this offset up to ``known_end`` is known to be what ``JSON.stringify``
+    writes (sessiontree's own appends, or lines proven so when read), so a fork copies it unchecked;
+    ``known_end`` when nothing is known."""
 
 
 @attrs.frozen(kw_only=True)
@@ -124,6 +128,7 @@ def load_generation(
         body_offset=body_offset,
         known_end=body_offset,
         line_count=1,
+        exact_from=body_offset,
     )
     _replay_range(generation, handle, body_offset, end)
     if header.next_seq is not None:
@@ -150,7 +155,7 @@ def _load_at_once(
         return None
     if header.next_seq is not None:
         state.advance_next_seq(header.next_seq)
-    size, lines = replayed
+    size, lines, exact_from = replayed
     return Generation(
         header=header,
         state=state,
@@ -159,11 +164,13 @@ def _load_at_once(
         body_offset=body_offset,
         known_end=body_offset + size,
         line_count=1 + lines,
+        exact_from=exact_from,
     )
 
 
 def _replay_range(generation: Generation, handle: FileHandle, start: int, end: int) -> None:
-    """Replay the complete lines in ``[start, end)``; advances ``known_end`` and ``line_count``."""
+    """Replay the complete lines in ``[start, end)``; advances ``known_end`` and ``line_count``
+    (and ``exact_from`` with it: what the replay read is not proven exact)."""
     replayer = Replayer(
         generation.state,
         generation.source,
@@ -210,6 +217,7 @@ def _replay_range(generation: Generation, handle: FileHandle, start: int, end: i
         generation.line_count = replayer.line - 1
         raise
     finally:
+        generation.exact_from = generation.known_end
         replayer.finish()
 
 

@@ -228,6 +228,7 @@ class JsonlStorage(StateStorage):
             body_offset=0,
             known_end=0,
             line_count=0,
+            exact_from=0,  # a v3 file is never forked from its state; its upgrade rewrites it exactly
         )
         return cls(
             fs=fs,
@@ -487,6 +488,7 @@ class JsonlStorage(StateStorage):
             generation.body_offset = body
             generation.known_end = size
             generation.line_count = written + 2
+            generation.exact_from = body  # every line just written by the exact encoder
             self._leave_legacy()
             stats = self.current_stats()
         return CommitResult(
