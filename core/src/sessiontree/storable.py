@@ -11,7 +11,7 @@ field path (``message.content[2].input``).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -23,7 +23,13 @@ from .wire import entry_to_wire, usage_row_to_wire
 from .wire.plain import are_plain_messages
 from .writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
-__all__ = ["check_new_writes", "proves_encoded_entries", "proves_new_entries", "proves_new_entry_and_value"]
+__all__ = [
+    "are_exact_ids",
+    "check_new_writes",
+    "proves_encoded_entries",
+    "proves_new_entries",
+    "proves_new_entry_and_value",
+]
 
 _ENTRY_TYPES = frozenset((*ENTRY_CLASSES.values(), UnknownEntry))
 
@@ -64,8 +70,9 @@ def check_new_writes(writes: Sequence[Write]) -> None:
 def _proven(writes: Sequence[Write]) -> bool:
     """True when ``writes`` (entries of the model's classes, value and list writes, deletes) are
     storable, proven with one orjson pass over their payloads: string ids, string or null parents, no
-    seq or timestamp yet, and every other field of an entry (its wire members, ``extra`` nested one level deeper) and every value
-    written without a null. False means "not proven": the exact check decides (and names the error)."""
+    seq or timestamp yet, and every other field of an entry (its wire members, ``extra`` nested one level
+    deeper) and every value written without a null. False means "not proven": the exact check decides
+    (and names the error)."""
     entries = [write.entry for write in writes if type(write) is EntryWrite]
     payloads: list[Any] | None
     if len(entries) == len(writes) and len(entries) > 1:
@@ -149,15 +156,20 @@ def proves_encoded_entries(
     (:func:`sessiontree.wire.plain.are_plain_message_records`), which rules out the last two already.
     A backend that encodes a commit before it is validated spares the content check this way
     (:meth:`sessiontree.kit.StateStorage.encode_commit`). False means "not proven"."""
-    if set(map(type, map(_get_id, entries))) != _STRING:
-        return False
     parents = list(map(_get_parent_id, entries))
-    if not set(map(type, parents)) <= _STRING_OR_NONE:
+    if not are_exact_ids(map(_get_id, entries), parents):
         return False
     if plain:
         return True
     # Each root writes "parentId":null, so the count is at least the roots; equal means no other null.
     return text.count(b"null") == parents.count(None) and holds_json_types_only(records)
+
+
+def are_exact_ids(ids: Iterable[Any], parents: Iterable[Any]) -> bool:
+    """Whether every id is a ``str`` and every parent a ``str`` or ``None``, exactly: a subclass (a str
+    Enum's member) is written as text by orjson and msgspec but refused by the content check. One C
+    pass each; an empty batch is not proven."""
+    return set(map(type, ids)) == _STRING and set(map(type, parents)) <= _STRING_OR_NONE
 
 
 def _payload_names(cls: type) -> list[str]:
@@ -186,9 +198,7 @@ def _entry_payloads(entries: list[Any]) -> list[Any] | None:
     payload = _PAYLOADS.get(classes.pop()) if len(classes) == 1 else None
     if payload is None:
         return None
-    if set(map(type, map(_get_id, entries))) != _STRING:
-        return None
-    if not set(map(type, map(_get_parent_id, entries))) <= _STRING_OR_NONE:
+    if not are_exact_ids(map(_get_id, entries), map(_get_parent_id, entries)):
         return None
     return _payload_columns(entries)
 

@@ -50,7 +50,7 @@ from ..expectations import Expectations
 from ..jsjson import MAX_SAFE_INTEGER, safe_integer
 from ..jsjson import template_string as js_string
 from ..model import ABSENT, ENTRY_CLASSES, Address, Entry, StoredValue, UnknownEntry, UsageRow
-from ..storable import check_new_writes, proves_new_entries, proves_new_entry_and_value
+from ..storable import are_exact_ids, check_new_writes, proves_new_entries, proves_new_entry_and_value
 from ..usage import summable_usage
 from ..values import check_address_parts, is_address
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
@@ -219,8 +219,6 @@ def _model_entry_inserts(writes: Sequence[Write]) -> bool:
 
 
 _ENTRY_WRITE = {EntryWrite}
-_STRING = {str}
-_STRING_OR_NONE = frozenset((str, type(None)))
 _get_entry = operator.attrgetter("entry")
 _get_id = operator.attrgetter("id")
 _get_parent_id = operator.attrgetter("parent_id")
@@ -246,11 +244,7 @@ def _prepare_entry_chain(
         return None
     ids = list(map(_get_id, entries))
     parents = list(map(_get_parent_id, entries))
-    if (
-        set(map(type, ids)) != _STRING
-        or not set(map(type, parents)) <= _STRING_OR_NONE
-        or parents[1:] != ids[:-1]
-    ):
+    if not are_exact_ids(ids, parents) or parents[1:] != ids[:-1]:
         return None
     root = parents[0]
     batch = set(ids)

@@ -21,6 +21,7 @@ import msgspec
 
 from sessiontree.jsjson import MAX_SAFE_INTEGER
 from sessiontree.model import ABSENT, MessageEntry
+from sessiontree.storable import are_exact_ids
 from sessiontree.wire.plain import are_plain_messages
 from sessiontree.writes import Write
 
@@ -72,11 +73,7 @@ def encode_message_chain(stamped: Sequence[Write]) -> list[bytes] | None:
     ids = list(map(_get_id, entries))
     parents = list(map(_get_parent_id, entries))
     types = list(map(_get_type, entries))
-    if (
-        set(map(type, ids)) != _STRING
-        or not set(map(type, parents)) <= _STRING_OR_NONE
-        or set(map(type, types)) != _STRING
-    ):
+    if not are_exact_ids(ids, parents) or set(map(type, types)) != _STRING:
         return None
     # Identity, not equality: an object equal to ABSENT or None is still something to write.
     if not (
@@ -107,7 +104,6 @@ def _is_safe(value: object) -> bool:
 
 _MESSAGE_ENTRY = {MessageEntry}
 _STRING = {str}
-_STRING_OR_NONE = frozenset((str, type(None)))
 _DICT = {dict}
 _INT = {int}
 _get_entry = operator.attrgetter("entry")
