@@ -149,9 +149,9 @@ def test_another_owners_session_is_refused_as_a_missing_one(postgres_url: str) -
 
 
 def _bookkeeping(query: str) -> bool:
-    """A connection's settings or the schema's migration check (no session rows)."""
-    return query.startswith(("SELECT set_config", "SELECT pg_advisory_xact_lock", "CREATE SCHEMA")) or (
-        "schema_migrations" in query
+    """A connection's settings, the schema's migration check or its planner statistics (no session rows)."""
+    return query.startswith(("SELECT set_config", "SELECT pg_advisory_xact_lock", "CREATE SCHEMA", "ANALYZE")) or (
+        "schema_migrations" in query or "pg_stats" in query
     )
 
 

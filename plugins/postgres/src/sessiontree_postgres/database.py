@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from sessiontree.errors import StorageIOError
 
 from .queries import render
-from .schema import migrate, quote_schema
+from .schema import analyze_if_behind, migrate, quote_schema
 
 __all__ = ["Database", "LostCommitError", "Transient", "redacted"]
 
@@ -158,6 +158,11 @@ class Database:
                 raise StorageIOError(f"{what}: no PostgreSQL connection: {_reason(error)}") from None
             except psycopg.Error as error:  # anything else the server refused: never a raw driver error
                 raise StorageIOError(f"{what} failed on {redacted(self.conninfo)}: {_reason(error)}") from None
+
+    def analyze_if_behind(self, rows: int) -> None:
+        """Give the planner fresh statistics of the entries table when it last learned it with fewer
+        than ``rows`` rows (:func:`~sessiontree_postgres.schema.analyze_if_behind`)."""
+        self.run(lambda conn, _attempt: analyze_if_behind(conn, self.schema, rows), what="planner statistics")
 
     def fetch(self, name: str, params: Mapping[str, Any], *, order: str | None = None) -> list[tuple[Any, ...]]:
         """The rows of one statement (one snapshot), retried on transient failures."""

@@ -15,7 +15,7 @@ import psycopg
 
 from sessiontree.errors import PluginError
 
-__all__ = ["MIGRATIONS", "SCHEMA_NAME", "migrate", "quote_schema"]
+__all__ = ["MIGRATIONS", "SCHEMA_NAME", "analyze_if_behind", "migrate", "quote_schema"]
 
 SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -146,3 +146,22 @@ def migrate(conn: psycopg.Connection, schema: str) -> int:
                 conn.execute(f"INSERT INTO {s}.schema_migrations (version) VALUES (%s)", (version,))
                 current = version
     return current
+
+
+
+def analyze_if_behind(conn: psycopg.Connection, schema: str, rows: int) -> bool:
+    """Analyze ``schema``'s entries table when the planner last learned it with fewer than ``rows`` rows
+    in it (or never did); True when it was analyzed.
+
+    A session's statements are planned once per connection and kept until the table's statistics
+    change. Planned while the table was small, a lookup by id uses the (tenant, owner, session, type,
+    seq) index and reads the whole session (a resume of 5k entries took seconds, every append a little
+    longer than the one before) until autovacuum analyzes the table, which can be a minute after a
+    table grew from nothing. A table already larger than ``rows`` is left to autovacuum. A role that
+    does not own the table gets a warning from ``ANALYZE``, not an error."""
+    s = quote_schema(schema)
+    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (f"{s}.entries",)).fetchone()
+    if row is None or row[0] >= rows:  # reltuples: -1 until first analyzed (0 before PostgreSQL 14)
+        return False
+    conn.execute(f"ANALYZE {s}.entries")
+    return True

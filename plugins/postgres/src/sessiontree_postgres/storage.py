@@ -84,6 +84,10 @@ def _optional_column(value: object) -> bytes | None:
     return None if value is ABSENT or value is None else _type_column(value)
 
 
+_STATISTICS_SIZE = 100
+"""Seqs (or entries on a walked path) a session has when it first checks the planner's statistics."""
+
+
 class PostgresStorage:
     """One session (``key``) in ``db``; ``now`` is the clock (Unix ms) commits are stamped with."""
 
@@ -94,6 +98,7 @@ class PostgresStorage:
         self._queue = CommitQueue(f"{type(self).__name__} is closed")
         self._last_timestamp = 0
         self._known = KnownState()
+        self._statistics_at = _STATISTICS_SIZE
         db.acquire()
 
     def __repr__(self) -> str:
@@ -124,10 +129,22 @@ class PostgresStorage:
         self._last_timestamp = timestamp
         return timestamp
 
+    def _give_planner_statistics(self, size: int) -> None:
+        """Each time this session has grown fourfold (in seqs, or entries on a walked path) past
+        ``_STATISTICS_SIZE``, make sure the planner's statistics of the entries table are not from a
+        table smaller than half of it (:meth:`Database.analyze_if_behind`): one catalog query, and an
+        ``ANALYZE`` only for a table that grew from (nearly) nothing, e.g. a new deployment."""
+        if size >= self._statistics_at:
+            self._statistics_at = size * 4
+            self.db.analyze_if_behind(size // 2)
+
     def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
         if not writes and expectations is None:
             next_seq, last, stats = self._read_head()
             return CommitResult(first_seq=next_seq, seqs=(), timestamp=self._timestamp(last), stats=stats)
+        head = self._known.head
+        if head is not None:
+            self._give_planner_statistics(head.next_seq)
         retry_key = any(type(write) is EntryWrite for write in writes)
         unsure = False  # an attempt lost its connection after sending its commit
 
@@ -344,6 +361,7 @@ class PostgresStorage:
                 "limit": walk_limit,
             },
         )
+        self._give_planner_statistics(len(rows))
         if not rows or type(start) is not str:
             raise StorageValidationError(f"Unknown branch start: {js_string(start)}")
         if limit == 0:
