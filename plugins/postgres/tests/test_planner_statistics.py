@@ -4,9 +4,11 @@ session at every step: the first branch walk gives the planner the statistics it
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+import pytest
 from sessiontree_postgres.queries import QUERIES
 from sessiontree_postgres.schema import analyze_if_behind, quote_schema
 
@@ -51,23 +53,16 @@ def _grow(session: Any, count: int) -> str:
     return tip
 
 
-def test_the_first_branch_walk_analyzes_a_table_the_planner_knows_nothing_about(postgres_url: str) -> None:
+@pytest.fixture
+def unvacuumed(postgres_url: str) -> Iterator[tuple[Any, psycopg.Connection, str]]:
+    """A repository on a fresh schema whose entries table only the plugin may analyze (autovacuum off),
+    a connection to its server, and the schema's name."""
     server, schema = _server_and_schema(postgres_url)
     repo = get_registry().backend("postgres", url=postgres_url).open_repo()
     try:
         with psycopg.connect(server, autocommit=True) as conn:
-            # Nothing but the plugin may analyze it during the test.
             conn.execute(f"ALTER TABLE {quote_schema(schema)}.entries SET (autovacuum_enabled = false)")
-            session = repo.create(id="grown")
-            session.lane("main").append_message({"role": "user", "content": "first", "timestamp": 1})
-            tip = _grow(session, 2000)
-            assert not _has_statistics(conn, schema)
-            # Without statistics the walk does not look parents up by id: it reads the session at each step.
-            assert "(id = p.parent_id)" not in _walk_plan(conn, schema, "grown", tip)
-            assert len(session.branch("main").find_entries()) == 2001
-            assert _has_statistics(conn, schema)
-            assert "(id = p.parent_id)" in _walk_plan(conn, schema, "grown", tip)
-            session.close()
+            yield repo, conn, schema
     finally:
         repo.close()
 
@@ -79,22 +74,34 @@ def _learned_rows(conn: psycopg.Connection, schema: str) -> float:
     return float(row[0])
 
 
-def test_statistics_of_a_smaller_table_are_renewed_as_a_session_outgrows_them(postgres_url: str) -> None:
-    server, schema = _server_and_schema(postgres_url)
-    repo = get_registry().backend("postgres", url=postgres_url).open_repo()
-    try:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f"ALTER TABLE {quote_schema(schema)}.entries SET (autovacuum_enabled = false)")
-            session = repo.create(id="s")
-            lane = session.lane("main")
-            lane.append_message({"role": "user", "content": "first", "timestamp": 1})
-            assert analyze_if_behind(conn, schema, 1) is True  # never analyzed
-            assert _learned_rows(conn, schema) == 1
-            assert analyze_if_behind(conn, schema, 1) is False  # the planner knows a table that large
-            _grow(session, 600)
-            assert _learned_rows(conn, schema) == 1
-            lane.append_message({"role": "user", "content": "next", "timestamp": 2})  # a session of 600+
-            assert _learned_rows(conn, schema) >= 600
-            session.close()
-    finally:
-        repo.close()
+def test_the_first_branch_walk_analyzes_a_table_the_planner_knows_nothing_about(
+    unvacuumed: tuple[Any, psycopg.Connection, str],
+) -> None:
+    repo, conn, schema = unvacuumed
+    session = repo.create(id="grown")
+    session.lane("main").append_message({"role": "user", "content": "first", "timestamp": 1})
+    tip = _grow(session, 2000)
+    assert not _has_statistics(conn, schema)
+    # Without statistics the walk does not look parents up by id: it reads the session at each step.
+    assert "(id = p.parent_id)" not in _walk_plan(conn, schema, "grown", tip)
+    assert len(session.branch("main").find_entries()) == 2001
+    assert _has_statistics(conn, schema)
+    assert "(id = p.parent_id)" in _walk_plan(conn, schema, "grown", tip)
+    session.close()
+
+
+def test_statistics_of_a_smaller_table_are_renewed_as_a_session_outgrows_them(
+    unvacuumed: tuple[Any, psycopg.Connection, str],
+) -> None:
+    repo, conn, schema = unvacuumed
+    session = repo.create(id="s")
+    lane = session.lane("main")
+    lane.append_message({"role": "user", "content": "first", "timestamp": 1})
+    assert analyze_if_behind(conn, schema, 1) is True  # never analyzed
+    assert _learned_rows(conn, schema) == 1
+    assert analyze_if_behind(conn, schema, 1) is False  # the planner knows a table that large
+    _grow(session, 600)
+    assert _learned_rows(conn, schema) == 1
+    lane.append_message({"role": "user", "content": "next", "timestamp": 2})  # a session of 600+
+    assert _learned_rows(conn, schema) >= 600
+    session.close()
