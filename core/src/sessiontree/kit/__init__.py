@@ -10,6 +10,8 @@ applying them; a replay of stored writes calls :func:`validate_committed`. See
   backend fills in only its persistence hooks (:mod:`sessiontree.kit.state_storage`).
 * :class:`KitSessionRepo` turns a storage factory into a full repository whose sessions are
   :class:`SessionHandle` objects (:mod:`sessiontree.kit.repo`); ``docs/writing-a-backend.md`` shows both.
+* :class:`EntryCache` keeps a session's decoded entries by id for a backend that reads them from rows
+  (:mod:`sessiontree.kit.entry_cache`).
 * :func:`collector_paused` wraps a bulk decode (many rows or lines at once) so the cycle collector
   does not walk the containers it builds (:mod:`sessiontree.collector`).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
+from .entry_cache import EntryCache
 from .validation import (
     CommitReader,
     EntryChain,
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommitReader",
+    "EntryCache",
     "EntryChain",
     "HandleBranch",
     "HandleMutation",

@@ -27,7 +27,7 @@ from sessiontree.errors import InvalidQueryError, SessionNotFoundError, StorageV
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.jsjson import template_string as js_string
-from sessiontree.kit import prepare_commit, wall_clock_ms
+from sessiontree.kit import EntryCache, collector_paused, prepare_commit, wall_clock_ms
 from sessiontree.model import (
     ABSENT,
     Absent,
@@ -48,6 +48,7 @@ from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, V
 
 from .codec import (
     b,
+    decode_entries,
     decode_entry,
     decode_usage_row,
     decode_usage_total,
@@ -99,6 +100,7 @@ class PostgresStorage:
         self._last_timestamp = 0
         self._known = KnownState()
         self._statistics_at = _STATISTICS_SIZE
+        self._entries = EntryCache()
         db.acquire()
 
     def __repr__(self) -> str:
@@ -404,8 +406,15 @@ class PostgresStorage:
         nodes = self._path(query)
         if not nodes:
             return []
-        raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": [n.seq for n in nodes]}))
-        return [decode_entry(raws[n.seq]) for n in nodes]
+        seqs = [node.seq for node in nodes]
+
+        def load(missing: list[int]) -> list[Entry]:
+            wanted = [seqs[i] for i in missing]
+            raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": wanted}))
+            return decode_entries([raws[seq] for seq in wanted])
+
+        with collector_paused():  # the decoded payloads: many acyclic containers
+            return self._entries.entries([node.id for node in nodes], seqs, load)
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
         self._queue.check_open()
@@ -427,7 +436,9 @@ class PostgresStorage:
         params, order = self._seq_window(query)
         params["type"] = None if query.type is None else _type_column(query.type)
         params["custom_type"] = None if query.custom_type is None else _type_column(query.custom_type)
-        return [decode_entry(raw) for (raw,) in self.db.fetch("scan_entries", params, order=order)]
+        rows = self.db.fetch("scan_entries", params, order=order)
+        with collector_paused():
+            return decode_entries([raw for (raw,) in rows])
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         self._queue.check_open()

@@ -11,7 +11,6 @@ of a commit.
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
@@ -21,7 +20,7 @@ from sessiontree.dump import DumpInventory
 from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
-from sessiontree.kit import PreparedCommit, collector_paused, prepare_commit
+from sessiontree.kit import EntryCache, PreparedCommit, collector_paused, prepare_commit
 from sessiontree.kit.state_storage import wall_clock_ms
 from sessiontree.model import (
     ABSENT,
@@ -61,9 +60,6 @@ __all__ = ["SqlReader", "SqliteStorage", "slot_key"]
 
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
-ENTRY_CACHE_SIZE = 16_384
-"""Decoded entries a storage keeps (entries never change once written): a re-read of a recent branch
-decodes nothing. Bounded, so a long session is never held whole."""
 
 
 def slot_key(key: object) -> str:
@@ -256,7 +252,7 @@ class SqliteStorage:
         self._queue = CommitQueue("SqliteStorage is closed")
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
         self._last_timestamp = 0
-        self._entries: OrderedDict[str, Entry] = OrderedDict()  # id -> decoded entry, oldest first
+        self._entries = EntryCache()
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
@@ -314,7 +310,7 @@ class SqliteStorage:
                 connection.execute("COMMIT")
                 for write in prepared.writes:
                     if type(write) is EntryWrite:
-                        self._remember(write.entry)
+                        self._entries.remember(write.entry)
             except sqlite3.Error as error:
                 rollback(connection)
                 raise StorageIOError(f"Failed to commit to {self.path}: {error}") from error
@@ -361,39 +357,21 @@ class SqliteStorage:
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def _remember(self, entry: Entry) -> None:
-        entries = self._entries
-        if len(entries) >= ENTRY_CACHE_SIZE:
-            # OrderedDict: dropping the oldest is O(1); a dict's next(iter()) walks over the slots its
-            # earlier deletions left at the front, which made a 100k-entry scan quadratic.
-            try:
-                entries.popitem(last=False)
-            except KeyError:
-                pass  # another reader's thread emptied it at the same time: the cap still holds
-        entries[entry.id] = entry
-
     def _entry(self, row: tuple[Any, ...]) -> Entry:
-        """The entry of an ``ENTRY_COLUMNS`` row, decoded once (the seq guards against a session deleted
-        and created again under the same id by another process)."""
-        cached = self._entries.get(row[0])
-        if cached is not None and cached.seq == row[2]:
-            return cached
-        entry = decode_entry_row(row)
-        self._remember(entry)
+        """The entry of an ``ENTRY_COLUMNS`` row, decoded once (:class:`~sessiontree.kit.EntryCache`)."""
+        entry = self._entries.get(row[0], row[2])
+        if entry is None:
+            entry = decode_entry_row(row)
+            self._entries.remember(entry)
         return entry
 
     def _entries_of(self, rows: list[tuple[Any, ...]]) -> list[Entry]:
         """:meth:`_entry` of each row, the rows not cached decoded together."""
-        cache = self._entries
-        found: list[Entry | None] = [cache.get(row[0]) for row in rows]
-        missing = [i for i, entry in enumerate(found) if entry is None or entry.seq != rows[i][2]]
-        if missing:
-            for i, entry in zip(missing, decode_entry_rows([rows[i] for i in missing])):
-                found[i] = entry
-            # Remembering more than the cache holds would only evict what this loop added.
-            for i in missing[-ENTRY_CACHE_SIZE:]:
-                self._remember(found[i])  # type: ignore[arg-type]
-        return found  # type: ignore[return-value]
+        return self._entries.entries(
+            [row[0] for row in rows],
+            [row[2] for row in rows],
+            lambda missing: decode_entry_rows([rows[i] for i in missing]),
+        )
 
     def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
         self._queue.check_open()
