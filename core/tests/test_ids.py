@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from collections.abc import Callable
 
 import pytest
+
 from sessiontree.ids import MAX_UUIDV7_TIMESTAMP, UuidV7Generator, UuidV7Minter, uuidv7
+from sessiontree_conformance.harness import race
 
 UUID_TEXT = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 RANGE_MESSAGE = "UUIDv7 timestamp must be an integer between 0 and 281474976710655"
@@ -106,16 +107,9 @@ def test_sequence_exhaustion() -> None:
 
 
 def test_concurrent_minting_never_repeats() -> None:
-    results: list[list[str]] = [[] for _ in range(8)]
-
-    def work(slot: list[str]) -> None:
-        slot.extend(uuidv7() for _ in range(500))
-
-    threads = [threading.Thread(target=work, args=(slot,)) for slot in results]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race([lambda: [uuidv7() for _ in range(500)]] * 8)
+    assert [error for _, error in outcomes] == [None] * 8
+    results = [ids for ids, _ in outcomes]
     every = [i for slot in results for i in slot]
     assert len(set(every)) == len(every) == 4000
     for slot in results:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from typing import Any
 
 import pytest
 
 from sessiontree import ids
 from sessiontree.ids import UuidV7Minter, _OsRandomPool
+from sessiontree_conformance.harness import race
 
 
 def test_the_pool_reads_the_os_source_once_per_4_kib(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,19 +33,9 @@ def test_the_pool_reads_the_os_source_once_per_4_kib(monkeypatch: pytest.MonkeyP
 
 def test_threads_never_get_the_same_bytes() -> None:
     pool = _OsRandomPool()
-    gate = threading.Barrier(4)
-    drawn: list[list[bytes]] = [[] for _ in range(4)]
-
-    def draw(index: int) -> None:
-        gate.wait()
-        drawn[index].extend(pool(16) for _ in range(2000))
-
-    threads = [threading.Thread(target=draw, args=(i,)) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    everything = [chunk for chunks in drawn for chunk in chunks]
+    outcomes = race([lambda: [pool(16) for _ in range(2000)]] * 4)
+    assert [error for _, error in outcomes] == [None] * 4
+    everything = [chunk for chunks, _ in outcomes for chunk in chunks]
     assert len(set(everything)) == len(everything) == 8000
 
 

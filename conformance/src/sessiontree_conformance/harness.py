@@ -35,12 +35,30 @@ __all__ = [
     "SyncHarness",
     "aio_wrap",
     "load_aio",
+    "race",
 ]
 
 Mode = Literal["sync", "async"]
 
 OPERATION_TIMEOUT = 30.0
 """Seconds any single operation may take before the case fails instead of hanging."""
+
+
+def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None]]:
+    """Run ``calls`` on one thread each, released together; ``(result, None)`` or ``(None, error)`` each."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], Any]) -> Any:
+        barrier.wait(OPERATION_TIMEOUT)
+        return call()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(run, call) for call in calls]
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        for future in futures:
+            error = future.exception(OPERATION_TIMEOUT)
+            outcomes.append((None, error) if error is not None else (future.result(), None))
+    return outcomes
 
 
 class ConformanceTimeoutError(AssertionError):

@@ -12,9 +12,7 @@ appends of :mod:`.many_writers` and the owner views of :mod:`.owners`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -52,7 +50,7 @@ from ..builders import (
     ids,
 )
 from ..capabilities import REQUIRED_CAPABILITIES
-from ..harness import OPERATION_TIMEOUT
+from ..harness import race
 from ._support import RepoSuiteBase, current_value, listed_ids
 from .forks import commit, custom, scoped_values_source_writes
 from .many_writers import RepoManyWritersSuite
@@ -111,23 +109,6 @@ def configured_main_writes() -> list[Write]:
         set_value(lane_state("main"), IDLE_LANE_STATE),
         set_value(branch_tip("notes"), SIBLING_ID),
     ]
-
-
-def race(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | None]]:
-    """Run ``calls`` on one thread each, released together; ``(result, None)`` or ``(None, error)`` each."""
-    barrier = threading.Barrier(len(calls))
-
-    def run(call: Callable[[], Any]) -> Any:
-        barrier.wait(OPERATION_TIMEOUT)
-        return call()
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        futures = [pool.submit(run, call) for call in calls]
-        outcomes: list[tuple[Any, BaseException | None]] = []
-        for future in futures:
-            error = future.exception(OPERATION_TIMEOUT)
-            outcomes.append((None, error) if error is not None else (future.result(), None))
-    return outcomes
 
 
 class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoOwnersSuite, RepoSuiteBase):
