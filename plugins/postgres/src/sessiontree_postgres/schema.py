@@ -148,7 +148,6 @@ def migrate(conn: psycopg.Connection, schema: str) -> int:
     return current
 
 
-
 def analyze_if_behind(conn: psycopg.Connection, schema: str, rows: int) -> bool:
     """Analyze ``schema``'s entries table when the planner last learned it with fewer than ``rows`` rows
     in it (or never did); True when it was analyzed.

@@ -61,7 +61,6 @@ __all__ = ["SqlReader", "SqliteStorage", "slot_key"]
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
 
-
 def slot_key(key: object) -> str:
     """The stored key of a value or list write: pi keys a write without a key as "undefined"."""
     return "undefined" if key is ABSENT else key  # type: ignore[return-value]
