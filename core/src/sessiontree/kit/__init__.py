@@ -6,6 +6,9 @@ validation, reading the state only through :class:`CommitReader`), writing the p
 applying them; a replay of stored writes calls :func:`validate_committed`. See
 :mod:`sessiontree.kit.validation` for every call site.
 
+* :class:`QueuedStorage` is the commit front every storage shares: commits in admission order,
+  timestamps that never go backwards, a close that drains (:mod:`sessiontree.kit.queued_storage`); a
+  backend that validates inside its own transaction (SQLite, PostgreSQL) fills in its ``run_commit``.
 * :class:`StateStorage` runs that template for a backend that keeps a session's state in memory; the
   backend fills in only its persistence hooks (:mod:`sessiontree.kit.state_storage`).
 * :class:`KitSessionRepo` turns a storage factory into a full repository whose sessions are
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
 from .entry_cache import EntryCache
+from .queued_storage import QueuedStorage, wall_clock_ms
 from .validation import (
     CommitReader,
     EntryChain,
@@ -34,7 +38,7 @@ from .validation import (
 if TYPE_CHECKING:
     from .handle import HandleBranch, HandleMutation, SessionHandle
     from .repo import KitSessionRepo
-    from .state_storage import StateStorage, wall_clock_ms
+    from .state_storage import StateStorage
 
 __all__ = [
     "CommitReader",
@@ -44,6 +48,7 @@ __all__ = [
     "HandleMutation",
     "KitSessionRepo",
     "PreparedCommit",
+    "QueuedStorage",
     "SessionHandle",
     "StateStorage",
     "collector_paused",
@@ -59,7 +64,6 @@ _LAZY = {
     "SessionHandle": "handle",
     "KitSessionRepo": "repo",
     "StateStorage": "state_storage",
-    "wall_clock_ms": "state_storage",
 }
 
 

@@ -2,7 +2,8 @@
 
 A backend that keeps a session's whole state in memory (memory, JSONL, an object store) subclasses it
 and fills in only what it persists. Every commit runs the same template, one at a time in admission
-order (:class:`~sessiontree.commit_queue.CommitQueue`):
+order (:class:`~sessiontree.kit.queued_storage.QueuedStorage`, whose :meth:`~QueuedStorage.run_commit`
+it fills in):
 
 1. take the timestamp: ``max(now(), previous commit's)``, so commit timestamps never go backwards;
 2. :meth:`StateStorage.write_lock` — hold the backend's writer lock (another process's writes);
@@ -18,24 +19,19 @@ Reads answer from the latest applied commit and never see half of one.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from ..commit_queue import CommitQueue
 from ..contracts import ForkOptions
 from ..engine import SessionState
 from ..errors import SessionInconsistentError
 from ..expectations import Expectations
 from ..model import (
-    Absent,
     Address,
     CommitResult,
     Entry,
     EntryStructure,
-    JsonValue,
     ListElement,
     SessionStats,
     StoredValue,
@@ -43,6 +39,7 @@ from ..model import (
 )
 from ..queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from ..writes import Write
+from .queued_storage import QueuedStorage, wall_clock_ms
 from .validation import PreparedCommit
 
 __all__ = ["StateStorage", "wall_clock_ms"]
@@ -51,12 +48,7 @@ T = TypeVar("T")
 S = TypeVar("S", bound="StateStorage")
 
 
-def wall_clock_ms() -> int:
-    """The default storage clock: Unix milliseconds."""
-    return time.time_ns() // 1_000_000
-
-
-class StateStorage:
+class StateStorage(QueuedStorage):
     """A Storage whose session state is a :class:`~sessiontree.engine.SessionState` in memory.
 
     :param now: the clock (Unix milliseconds) commits are timestamped with.
@@ -82,10 +74,8 @@ class StateStorage:
         cls._encodes = cls.encode_commit is not base.encode_commit
 
     def __init__(self, *, now: Callable[[], int] | None = None, state: SessionState | None = None) -> None:
-        self._now = now or wall_clock_ms
+        super().__init__(now=now)
         self._state = state if state is not None else SessionState()
-        self._queue = CommitQueue(f"{type(self).__name__} is closed")
-        self._last_timestamp = 0
         self._inconsistency: str | None = None  # why writes are refused (see check_consistency)
 
     @property
@@ -103,11 +93,6 @@ class StateStorage:
         """Held by every read and around :meth:`apply`; hold it to change :attr:`state` in a hook
         (a catch-up), so no read sees half of the change."""
         return self._queue.state_lock
-
-    @property
-    def now(self) -> Callable[[], int]:
-        """The clock this storage timestamps commits with."""
-        return self._now
 
     # --- hooks ---------------------------------------------------------------------------------
 
@@ -142,9 +127,6 @@ class StateStorage:
         """The stats a read or a commit result reports (called with reads held off)."""
         return self._state.get_stats()
 
-    def release(self) -> None:
-        """Free what the storage holds (files, connections), once, after the last commit."""
-
     def stored_head(self, lock: Any) -> int | None:
         """The next seq the backend's store records apart from the writes it replays (a head row, a
         manifest), read under the writer lock; ``None`` when it keeps none (memory, JSONL: the default).
@@ -153,31 +135,8 @@ class StateStorage:
 
     # --- commits -------------------------------------------------------------------------------
 
-    def commit(
-        self,
-        writes: Sequence[Write],
-        *,
-        expect: Mapping[Address, JsonValue | Absent] | None = None,
-        expect_next_seq: int | None = None,
-        idempotent: bool = False,
-    ) -> CommitResult:
-        """Commit ``writes`` atomically; preconditions and ``idempotent`` as
-        :meth:`sessiontree.contracts.Storage.commit`."""
-        batch = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq, idempotent)
-        return self._queue.run(functools.partial(self._commit, batch, expectations))
-
-    def floor_timestamps(self, timestamp: int) -> None:
-        """Give later commits timestamps of at least ``timestamp`` (a commit made before opening)."""
-        self._last_timestamp = max(self._last_timestamp, timestamp)
-
-    def next_timestamp(self) -> int:
-        """The timestamp of the commit being run: ``max(now(), previous)``."""
-        timestamp = max(self._now(), self._last_timestamp)
-        self._last_timestamp = timestamp
-        return timestamp
-
-    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+    def run_commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+        """The commit template (the module docstring's steps 2-4), on the commit queue."""
         timestamp = self.next_timestamp()
         if not writes and expectations is None:
             return self.empty_result(timestamp)
@@ -234,16 +193,11 @@ class StateStorage:
             self._inconsistency = (
                 None
                 if stored is None or stored == replayed
-                else f"{type(self).__name__}: the stored head says the next seq is {stored}, but the replayed "
-                f"writes end before seq {replayed}; writes are refused until the session is repaired"
+                else f"{type(self).__name__}: the stored head says the next seq is {stored}, but the "
+                f"replayed writes end before seq {replayed}; writes are refused until the session is repaired"
             )
 
         self._queue.run(job)
-
-    def run_ordered(self, job: Callable[[], T]) -> T:
-        """Run ``job()`` on the commit queue, after every commit admitted before it and before any
-        admitted after (reads go on; a job that changes the state holds :attr:`state_lock`)."""
-        return self._queue.run(job)
 
     def run_exclusive(self, job: Callable[[SessionState], T]) -> T:
         """Run ``job(state)`` on the commit queue with reads held off: it sees exactly the commits
@@ -281,18 +235,6 @@ class StateStorage:
         """Hook: a new storage of this backend holding ``state`` (a fork's), persisted as the backend
         needs. The default suits a constructor taking ``now`` and ``state``."""
         return type(self)(now=self._now, state=state)
-
-    # --- lifecycle -----------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Stop admission, wait for admitted commits, then :meth:`release`. Idempotent."""
-        self._queue.close(self.release)
-
-    def __enter__(self: S) -> S:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- reads ---------------------------------------------------------------------------------
 

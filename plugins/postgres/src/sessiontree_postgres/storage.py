@@ -4,7 +4,7 @@ A commit is one transaction: lock the session row (``SELECT ... FOR UPDATE``: wr
 in any process, queue there), take the timestamp and the next seq from it, run the kit's one validator
 (:func:`sessiontree.kit.prepare_commit`) over SQL reads (:class:`.reader.SqlCommitReader`), insert the
 writes, record the commit (for idempotent retries), advance the row's seq, stats and timestamp, commit.
-Commits of this object run one at a time in admission order (:class:`~sessiontree.commit_queue.CommitQueue`).
+Commits of this object run one at a time in admission order (:class:`~sessiontree.kit.QueuedStorage`).
 
 Reads are single statements (each sees whole commits only); a branch scan walks the path with a
 recursive query on the ``(session, id)`` index and reads the payloads of the entries it returns,
@@ -20,22 +20,19 @@ import attrs
 import orjson
 import psycopg
 
-from sessiontree.commit_queue import CommitQueue
 from sessiontree.dump import DumpInventory
 from sessiontree.engine.reads import slice_limit
 from sessiontree.errors import InvalidQueryError, SessionNotFoundError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.jsjson import template_string as js_string
-from sessiontree.kit import EntryCache, collector_paused, prepare_commit, wall_clock_ms
+from sessiontree.kit import EntryCache, QueuedStorage, collector_paused, prepare_commit
 from sessiontree.model import (
     ABSENT,
-    Absent,
     Address,
     CommitResult,
     Entry,
     EntryStructure,
-    JsonValue,
     ListElement,
     SessionStats,
     StoredValue,
@@ -89,15 +86,13 @@ _STATISTICS_SIZE = 100
 """Seqs (or entries on a walked path) a session has when it first checks the planner's statistics."""
 
 
-class PostgresStorage:
+class PostgresStorage(QueuedStorage):
     """One session (``key``) in ``db``; ``now`` is the clock (Unix ms) commits are stamped with."""
 
     def __init__(self, db: Database, key: SessionKey, *, now: Callable[[], int] | None = None) -> None:
+        super().__init__(now=now)
         self.db = db
         self.key = key
-        self._now = now or wall_clock_ms
-        self._queue = CommitQueue(f"{type(self).__name__} is closed")
-        self._last_timestamp = 0
         self._known = KnownState()
         self._statistics_at = _STATISTICS_SIZE
         self._entries = EntryCache()
@@ -106,30 +101,7 @@ class PostgresStorage:
     def __repr__(self) -> str:
         return f"PostgresStorage({self.key['sid']!r})"
 
-    @property
-    def now(self) -> Callable[[], int]:
-        return self._now
-
     # --- commits ---------------------------------------------------------------------------------
-
-    def commit(
-        self,
-        writes: Sequence[Write],
-        *,
-        expect: Mapping[Address, JsonValue | Absent] | None = None,
-        expect_next_seq: int | None = None,
-        idempotent: bool = False,
-    ) -> CommitResult:
-        """Commit ``writes`` in one transaction; preconditions and ``idempotent`` as
-        :meth:`sessiontree.contracts.Storage.commit`."""
-        batch = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq, idempotent)
-        return self._queue.run(lambda: self._commit(batch, expectations))
-
-    def _timestamp(self, stored: int) -> int:
-        timestamp = max(self._now(), self._last_timestamp, stored)
-        self._last_timestamp = timestamp
-        return timestamp
 
     def _give_planner_statistics(self, size: int) -> None:
         """Each time this session has grown fourfold (in seqs, or entries on a walked path) past
@@ -140,10 +112,11 @@ class PostgresStorage:
             self._statistics_at = size * 4
             self.db.analyze_if_behind(size // 2)
 
-    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+    def run_commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+        """Commit ``writes`` in one transaction (retried on a dropped connection, never twice)."""
         if not writes and expectations is None:
             next_seq, last, stats = self._read_head()
-            return CommitResult(first_seq=next_seq, seqs=(), timestamp=self._timestamp(last), stats=stats)
+            return CommitResult(first_seq=next_seq, seqs=(), timestamp=self.next_timestamp(last), stats=stats)
         head = self._known.head
         if head is not None:
             self._give_planner_statistics(head.next_seq)
@@ -193,7 +166,7 @@ class PostgresStorage:
         head = self._known.head
         assert head is not None
         reader = KnownReader(self._known)
-        timestamp = self._timestamp(head.last_timestamp)
+        timestamp = self.next_timestamp(head.last_timestamp)
         try:
             prepared = prepare_commit(reader, writes, timestamp, expectations)
         except Exception:  # decided on knowledge that may be stale: the locked path decides
@@ -235,7 +208,7 @@ class PostgresStorage:
             reader.set_next_seq(next_seq)
             read_prefetched()
             usage_total = decode_usage_total(usage_raw) if usage_raw else empty_usage()
-            timestamp = self._timestamp(last_timestamp)
+            timestamp = self.next_timestamp(last_timestamp)
             prepared = prepare_commit(reader, writes, timestamp, expectations)
             stats = SessionStats(message_count=message_count, usage=usage_total)
             if prepared.replayed or not prepared.writes:
@@ -297,10 +270,6 @@ class PostgresStorage:
     def latest_value(self, address: Address) -> StoredValue | None:
         """The value at ``address`` as of every writer's latest commit, ordered like a commit."""
         return self._queue.run(lambda: self._get_value(address))
-
-    def run_ordered(self, job: Callable[[], Any]) -> Any:
-        """Run ``job()`` between this storage's commits (a fork boundary)."""
-        return self._queue.run(job)
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -462,15 +431,9 @@ class PostgresStorage:
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Stop admission, wait for admitted commits, release the pool. Idempotent."""
-        self._queue.close(self.db.release)
-
-    def __enter__(self) -> PostgresStorage:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def release(self) -> None:
+        """Give the database back (the pool closes with its last user), after the last commit."""
+        self.db.release()
 
 
 def _clamped(number: Any) -> Any:

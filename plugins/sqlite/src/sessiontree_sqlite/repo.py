@@ -29,7 +29,7 @@ from sessiontree.errors import (
     StorageValidationError,
 )
 from sessiontree.ids import uuidv7
-from sessiontree.kit.state_storage import wall_clock_ms
+from sessiontree.kit import wall_clock_ms
 from sessiontree.model import JsonValue, SessionMetadata
 from sessiontree.owners import OWNER_KEY, OwnedRepo, Owner, owner_extra
 from sessiontree.session import StorageBackedSession

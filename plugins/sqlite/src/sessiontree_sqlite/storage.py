@@ -11,25 +11,21 @@ of a commit.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from typing import Any
 
 from sessiontree import jsjson
-from sessiontree.commit_queue import CommitQueue
 from sessiontree.dump import DumpInventory
 from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
-from sessiontree.kit import EntryCache, PreparedCommit, collector_paused, prepare_commit
-from sessiontree.kit.state_storage import wall_clock_ms
+from sessiontree.kit import EntryCache, PreparedCommit, QueuedStorage, collector_paused, prepare_commit
 from sessiontree.model import (
     ABSENT,
-    Absent,
     Address,
     CommitResult,
     Entry,
     EntryStructure,
-    JsonValue,
     ListElement,
     SessionStats,
     StoredValue,
@@ -226,7 +222,7 @@ def write_prepared(connection: sqlite3.Connection, reader: SqlReader, prepared: 
     )
 
 
-class SqliteStorage:
+class SqliteStorage(QueuedStorage):
     """The :class:`~sessiontree.contracts.Storage` of session ``session_id`` in an open database.
 
     :param connection: a writable connection (:func:`sessiontree_sqlite.database.connect`), closed with
@@ -243,50 +239,22 @@ class SqliteStorage:
         now: Callable[[], int] | None = None,
         owns_connection: bool = True,
     ) -> None:
+        super().__init__(now=now)
         self.connection = connection
         self.session_id = session_id
         self.path = path
-        self._now = now or wall_clock_ms
         self._owns_connection = owns_connection
-        self._queue = CommitQueue("SqliteStorage is closed")
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
-        self._last_timestamp = 0
         self._entries = EntryCache()
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
 
-    @property
-    def now(self) -> Callable[[], int]:
-        return self._now
-
     # --- commits -------------------------------------------------------------------------------
 
-    def commit(
-        self,
-        writes: Sequence[Write],
-        *,
-        expect: Mapping[Address, JsonValue | Absent] | None = None,
-        expect_next_seq: int | None = None,
-        idempotent: bool = False,
-    ) -> CommitResult:
-        """Validate and store ``writes`` in one ``BEGIN IMMEDIATE`` transaction (all or nothing);
-        preconditions and ``idempotent`` as :meth:`sessiontree.contracts.Storage.commit`."""
-        batch = tuple(writes)
-        expectations = Expectations.of(expect, expect_next_seq, idempotent)
-        return self._queue.run(lambda: self._commit(batch, expectations))
-
-    def _next_timestamp(self) -> int:
-        timestamp = max(self._now(), self._last_timestamp)
-        self._last_timestamp = timestamp
-        return timestamp
-
-    def floor_timestamps(self, timestamp: int) -> None:
-        """Give later commits timestamps of at least ``timestamp``."""
-        self._last_timestamp = max(self._last_timestamp, timestamp)
-
-    def _commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
-        timestamp = self._next_timestamp()
+    def run_commit(self, writes: tuple[Write, ...], expectations: Expectations | None) -> CommitResult:
+        """Validate and store ``writes`` in one ``BEGIN IMMEDIATE`` transaction (all or nothing)."""
+        timestamp = self.next_timestamp()
         connection = self.connection
         with self._lock:
             if not writes and expectations is None:
@@ -333,26 +301,13 @@ class SqliteStorage:
         """The value at ``address`` as every writer left it, ordered like a commit."""
         return self._queue.run(lambda: self.get_value(address, check=False))
 
-    def run_ordered(self, job: Callable[[], Any]) -> Any:
-        """Run ``job()`` on the commit queue: after every commit admitted before it (a fork boundary)."""
-        return self._queue.run(job)
-
     # --- lifecycle -----------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Stop admission, wait for admitted commits, close the connection. Idempotent."""
-        self._queue.close(self._release)
-
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Close the connection when the storage owns it (after the last commit)."""
         if self._owns_connection:
             with self._lock:
                 self.connection.close()
-
-    def __enter__(self) -> SqliteStorage:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- reads ---------------------------------------------------------------------------------
 
