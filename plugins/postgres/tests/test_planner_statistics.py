@@ -105,3 +105,29 @@ def test_statistics_of_a_smaller_table_are_renewed_as_a_session_outgrows_them(
     lane.append_message({"role": "user", "content": "next", "timestamp": 2})  # a session of 600+
     assert _learned_rows(conn, schema) >= 600
     session.close()
+
+
+def test_a_role_that_may_not_analyze_the_table_leaves_it_to_autovacuum(
+    unvacuumed: tuple[Any, psycopg.Connection, str],
+) -> None:
+    repo, conn, schema = unvacuumed
+    role = f"{schema}_reader"
+    s = quote_schema(schema)
+    conn.execute(f'CREATE ROLE "{role}"')
+    try:
+        conn.execute(f'GRANT USAGE ON SCHEMA {s} TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA {s} TO "{role}"')
+        notices: list[str] = []
+        conn.add_notice_handler(lambda notice: notices.append(notice.message_primary or ""))
+        conn.execute(f'SET ROLE "{role}"')
+        # ANALYZE by this role would skip the table with a warning, at every call.
+        assert analyze_if_behind(conn, schema, 10**9) is False
+        conn.execute("RESET ROLE")
+        assert notices == []
+        assert _learned_rows(conn, schema) < 1  # never analyzed
+        assert analyze_if_behind(conn, schema, 10**9) is True  # the owner may
+    finally:
+        conn.execute("RESET ROLE")
+        conn.execute(f'REVOKE ALL ON ALL TABLES IN SCHEMA {s} FROM "{role}"')
+        conn.execute(f'REVOKE ALL ON SCHEMA {s} FROM "{role}"')
+        conn.execute(f'DROP ROLE "{role}"')

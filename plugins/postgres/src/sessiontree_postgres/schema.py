@@ -156,11 +156,19 @@ def analyze_if_behind(conn: psycopg.Connection, schema: str, rows: int) -> bool:
     change. Planned while the table was small, a lookup by id uses the (tenant, owner, session, type,
     seq) index and reads the whole session (a resume of 5k entries took seconds, every append a little
     longer than the one before) until autovacuum analyzes the table, which can be a minute after a
-    table grew from nothing. A table already larger than ``rows`` is left to autovacuum. A role that
-    does not own the table gets a warning from ``ANALYZE``, not an error."""
+    table grew from nothing. A table already larger than ``rows`` is left to autovacuum, and so is one
+    this role may not analyze (``ANALYZE`` would skip it with a warning to the client at every call):
+    one it does not own, through membership or as a superuser (nor, from PostgreSQL 17, holds
+    ``MAINTAIN`` on)."""
     s = quote_schema(schema)
-    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (f"{s}.entries",)).fetchone()
-    if row is None or row[0] >= rows:  # reltuples: -1 until first analyzed (0 before PostgreSQL 14)
+    may_analyze = "pg_has_role(relowner, 'USAGE')"
+    if conn.info.server_version >= 170000:
+        may_analyze += " OR has_table_privilege(oid, 'MAINTAIN')"
+    row = conn.execute(
+        f"SELECT reltuples, {may_analyze} FROM pg_class WHERE oid = %s::regclass", (f"{s}.entries",)
+    ).fetchone()
+    # reltuples: -1 until first analyzed (0 before PostgreSQL 14)
+    if row is None or row[0] >= rows or not row[1]:
         return False
     conn.execute(f"ANALYZE {s}.entries")
     return True
