@@ -15,6 +15,9 @@ applying them; a replay of stored writes calls :func:`validate_committed`. See
   :class:`SessionHandle` objects (:mod:`sessiontree.kit.repo`); ``docs/writing-a-backend.md`` shows both.
 * :class:`EntryCache` keeps a session's decoded entries by id for a backend that reads them from rows
   (:mod:`sessiontree.kit.entry_cache`).
+* :class:`PathCache` keeps the newest root path such a backend walked: a later scan from an entry on
+  it, and a branch append's extension of it, need no walk; :func:`select_on_path` answers a branch
+  scan from such a path (:mod:`sessiontree.kit.path_cache`).
 * :func:`collector_paused` wraps a bulk decode (many rows or lines at once) so the cycle collector
   does not walk the containers it builds (:mod:`sessiontree.collector`).
 """
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..collector import collector_paused
 from .entry_cache import EntryCache
+from .path_cache import PathCache, PathGoneError, select_on_path
 from .queued_storage import QueuedStorage, wall_clock_ms
 from .validation import (
     CommitReader,
@@ -47,12 +51,15 @@ __all__ = [
     "HandleBranch",
     "HandleMutation",
     "KitSessionRepo",
+    "PathCache",
+    "PathGoneError",
     "PreparedCommit",
     "QueuedStorage",
     "SessionHandle",
     "StateStorage",
     "collector_paused",
     "prepare_commit",
+    "select_on_path",
     "proves_entry_chain",
     "validate_committed",
     "wall_clock_ms",
