@@ -85,6 +85,7 @@ QUERIES: dict[str, str] = {
         " AND (%(limit)s::bigint IS NULL OR p.depth + 1 < %(limit)s)"
         ") SELECT seq, id, parent_id, type, custom_type, timestamp FROM path ORDER BY depth"
     ),
+    "entry_seq": f"SELECT seq FROM {{s}}.entries WHERE {_SESSION} AND id = %(id)s",
     "entries_by_seq": f"SELECT seq, raw FROM {{s}}.entries WHERE {_SESSION} AND seq = ANY(%(seqs)s)",
     "scan_entries": (
         "SELECT raw FROM {s}.entries "

@@ -26,7 +26,15 @@ from sessiontree.errors import InvalidQueryError, SessionNotFoundError, StorageV
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.jsjson import template_string as js_string
-from sessiontree.kit import EntryCache, QueuedStorage, collector_paused, prepare_commit
+from sessiontree.kit import (
+    EntryCache,
+    PathCache,
+    PathGoneError,
+    QueuedStorage,
+    collector_paused,
+    prepare_commit,
+    select_on_path,
+)
 from sessiontree.model import (
     ABSENT,
     Address,
@@ -96,6 +104,7 @@ class PostgresStorage(QueuedStorage):
         self._known = KnownState()
         self._statistics_at = _STATISTICS_SIZE
         self._entries = EntryCache()
+        self._paths = PathCache()
         db.acquire()
 
     def __repr__(self) -> str:
@@ -185,6 +194,7 @@ class PostgresStorage(QueuedStorage):
     def _landed(self, prepared: Any, timestamp: int, plan: _Plan) -> CommitResult:
         end = prepared.seqs[-1] + 1
         self._known.advance(Head(end, timestamp, plan.stats), prepared.writes, plan.value_rows)
+        self._remember_committed(prepared.writes)
         return CommitResult(first_seq=prepared.first_seq, seqs=prepared.seqs, timestamp=timestamp, stats=plan.stats)
 
     def _commit_locked(
@@ -251,7 +261,17 @@ class PostgresStorage(QueuedStorage):
         if prepared.writes and not prepared.replayed:
             rows = plan.value_rows if plan is not None else _value_rows(prepared.writes)
             self._known.advance(Head(prepared.seqs[-1] + 1, timestamp, stats), prepared.writes, rows)
+            self._remember_committed(prepared.writes)
         return result
+
+    def _remember_committed(self, writes: Sequence[Write]) -> None:
+        """Keep the entries of a commit that landed for later reads (a branch append extends the kept
+        path): the context built after an append reads neither the path nor the new entry again."""
+        entries = [write.entry for write in writes if type(write) is EntryWrite]
+        if entries:
+            self._paths.extend(entries)
+            for entry in entries[-self._entries.capacity :]:
+                self._entries.remember(entry)
 
     def _read_head(self) -> tuple[int, int, SessionStats]:
         rows = self.db.fetch("read_session", self.key)
@@ -312,14 +332,35 @@ class PostgresStorage(QueuedStorage):
         rows = self.db.fetch("list_asc" if ascending else "list_desc", params)
         return [list_element(seq, value) for seq, value in rows]
 
-    def _path(self, query: BranchScan) -> list[EntryStructure]:
-        """The structures a branch scan returns (pi's order, stop, filters, cursor, limit)."""
+    def _path(self, query: BranchScan, *, kept: bool = True) -> list[EntryStructure]:
+        """The structures a branch scan returns (pi's order, stop, filters, cursor, limit), from the
+        kept path when it holds the start (``kept``), else walked."""
         start = query.start
         plain = query.type is None and query.custom_type is None and query.cursor is None
         limit = slice_limit(query.limit)
         newest_first = query.order != "oldest_first"
-        walk_limit = limit if plain and newest_first else None
+        path = self._kept_path(start) if kept else None
+        if path is None:
+            path = self._walk(start, query, limit if plain and newest_first else None)
+        return select_on_path(path, query, limit)
+
+    def _kept_path(self, start: Any) -> list[EntryStructure] | None:
+        """The path from ``start``, newest first, from the kept path (:class:`~sessiontree.kit.PathCache`)
+        when ``start`` is on it and still stored with the seq it holds there (one index lookup)."""
+        path = self._paths.path_from(start) if type(start) is str else None
+        if path is None:
+            return None
+        rows = self.db.fetch("entry_seq", {**self.key, "id": b(start)})
+        if not rows or rows[0][0] != path[0].seq:  # the session was deleted (and made again) meanwhile
+            self._paths.clear()
+            return None
+        return path
+
+    def _walk(self, start: Any, query: BranchScan, limit: int | None) -> list[EntryStructure]:
+        """The path from ``start`` walked in the index, newest first: cut at the query's stop when it
+        reads newest first, and after ``limit`` entries; kept when it reaches the root."""
         # Oldest first, a stop cuts the path on the root's side: the whole path is walked.
+        newest_first = query.order != "oldest_first"
         stop_type = query.stop_at_type if newest_first else None
         stop_id = query.stop_at_id if newest_first else None
         rows = self.db.fetch(
@@ -329,14 +370,12 @@ class PostgresStorage(QueuedStorage):
                 "start": b(start) if type(start) is str else b"\x00",
                 "stop_type": None if stop_type is None else _type_column(stop_type),
                 "stop_id": None if stop_id is None else _type_column(stop_id),
-                "limit": walk_limit,
+                "limit": limit,
             },
         )
         self._give_planner_statistics(len(rows))
         if not rows or type(start) is not str:
             raise StorageValidationError(f"Unknown branch start: {js_string(start)}")
-        if limit == 0:
-            return []
         path = [
             EntryStructure(
                 id=s(raw_id),
@@ -348,31 +387,22 @@ class PostgresStorage(QueuedStorage):
             )
             for seq, raw_id, parent, kind, custom, timestamp in rows
         ]
-        oldest_first = query.order == "oldest_first"
-        if oldest_first:
-            path.reverse()
-        if plain and query.stop_at_id is None and query.stop_at_type is None:
-            return path if limit is None else path[:limit]
-        stop_id, stop_type = query.stop_at_id, query.stop_at_type
-        want_type, want_custom, cursor = query.type, query.custom_type, query.cursor
-        result: list[EntryStructure] = []
-        for node in path:
-            stop = (stop_id is not None and node.id == stop_id) or (stop_type is not None and node.type == stop_type)
-            if (
-                (want_type is None or node.type == want_type)
-                and (want_custom is None or node.custom_type == want_custom)
-                and (cursor is None or (node.seq > cursor if oldest_first else node.seq < cursor))
-            ):
-                result.append(node)
-                if limit is not None and len(result) >= limit:
-                    break
-            if stop:
-                break
-        return result
+        self._paths.remember(path)
+        return path
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
         self._queue.check_open()
-        nodes = self._path(query)
+        try:
+            return self._scan_branch(query, kept=True)
+        except PathGoneError:  # deleted (and made again?) by another process since the path was read
+            self._paths.clear()
+        try:
+            return self._scan_branch(query, kept=False)
+        except PathGoneError:
+            raise StorageValidationError(f"Unknown branch start: {js_string(query.start)}") from None
+
+    def _scan_branch(self, query: BranchScan, *, kept: bool) -> list[Entry]:
+        nodes = self._path(query, kept=kept)
         if not nodes:
             return []
         seqs = [node.seq for node in nodes]
@@ -380,7 +410,12 @@ class PostgresStorage(QueuedStorage):
         def load(missing: list[int]) -> list[Entry]:
             wanted = [seqs[i] for i in missing]
             raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": wanted}))
-            return decode_entries([raws[seq] for seq in wanted])
+            if len(raws) != len(set(wanted)):
+                raise PathGoneError
+            entries = decode_entries([raws[seq] for seq in wanted])
+            if any(entry.id != nodes[i].id for i, entry in zip(missing, entries, strict=True)):
+                raise PathGoneError  # the session was made again: other entries have these seqs
+            return entries
 
         with collector_paused():  # the decoded payloads: many acyclic containers
             return self._entries.entries([node.id for node in nodes], seqs, load)

@@ -19,7 +19,16 @@ from sessiontree.dump import DumpInventory
 from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
-from sessiontree.kit import EntryCache, PreparedCommit, QueuedStorage, collector_paused, prepare_commit
+from sessiontree.kit import (
+    EntryCache,
+    PathCache,
+    PathGoneError,
+    PreparedCommit,
+    QueuedStorage,
+    collector_paused,
+    prepare_commit,
+    select_on_path,
+)
 from sessiontree.model import (
     ABSENT,
     Address,
@@ -246,6 +255,7 @@ class SqliteStorage(QueuedStorage):
         self._owns_connection = owns_connection
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
         self._entries = EntryCache()
+        self._paths = PathCache()
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
@@ -275,9 +285,10 @@ class SqliteStorage(QueuedStorage):
                     )
                 stats = write_prepared(connection, reader, prepared)
                 connection.execute("COMMIT")
-                for write in prepared.writes:
-                    if type(write) is EntryWrite:
-                        self._entries.remember(write.entry)
+                entries = [write.entry for write in prepared.writes if type(write) is EntryWrite]
+                for entry in entries:
+                    self._entries.remember(entry)
+                self._paths.extend(entries)  # a branch append continues the kept path
             except sqlite3.Error as error:
                 rollback(connection)
                 raise StorageIOError(f"Failed to commit to {self.path}: {error}") from error
@@ -406,12 +417,59 @@ class SqliteStorage(QueuedStorage):
             )
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
+        path = self._kept_path(query.start)
         with collector_paused():  # the rows and their decoded payloads: many acyclic containers
-            return self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
+            if path is not None:
+                nodes = select_on_path(path, query, _slice_limit(query.limit))
+                seqs = [node.seq for node in nodes]
+                try:
+                    ids = [node.id for node in nodes]
+                    return self._entries.entries(
+                        ids, seqs, lambda missing: self._entries_by_seq([ids[i] for i in missing], [seqs[i] for i in missing])
+                    )
+                except PathGoneError:  # deleted (and made again?) by another process since the check
+                    self._paths.clear()
+            entries = self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
+            if _reads_whole_path(query):
+                self._paths.remember_entries(entries if query.order != "oldest_first" else entries[::-1])
+            return entries
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        path = self._kept_path(query.start)
+        if path is not None:
+            return select_on_path(path, query, _slice_limit(query.limit))
         with collector_paused():
-            return [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
+            nodes = [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
+        if _reads_whole_path(query):
+            self._paths.remember(nodes if query.order != "oldest_first" else nodes[::-1])
+        return nodes
+
+    def _kept_path(self, start: Any) -> list[EntryStructure] | None:
+        """The path from ``start``, newest first, from the kept path (:class:`~sessiontree.kit.PathCache`)
+        when ``start`` is on it and still stored with the seq it holds there (one index lookup)."""
+        path = self._paths.path_from(start) if type(start) is str else None
+        if path is None:
+            return None
+        rows = self._rows("SELECT seq FROM entries WHERE session_id = ? AND id = ?", (self.session_id, start))
+        if not rows or rows[0][0] != path[0].seq:  # the session was deleted (and made again) meanwhile
+            self._paths.clear()
+            return None
+        return path
+
+    def _entries_by_seq(self, ids: list[str], seqs: list[int]) -> list[Entry]:
+        """The entries with these ids and seqs, in their order, decoded together; :class:`PathGoneError`
+        when one is not stored (the session is not the one the path was read from)."""
+        rows: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(seqs), _CHUNK):
+            chunk = seqs[start : start + _CHUNK]
+            found = self._rows(
+                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
+                (self.session_id, *chunk),
+            )
+            rows.update((row[2], row) for row in found)
+        if any(rows.get(seq, _NO_ROW)[0] != entry_id for entry_id, seq in zip(ids, seqs, strict=True)):
+            raise PathGoneError
+        return decode_entry_rows([rows[seq] for seq in seqs])
 
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
@@ -461,6 +519,21 @@ class SqlReaderLite:
         self.session_id = session_id
 
     get_value = SqlReader.get_value
+
+
+_NO_ROW = (None,)
+
+
+def _reads_whole_path(query: BranchScan) -> bool:
+    """Whether ``query`` returns the whole path from its start to the root."""
+    return (
+        query.limit is None
+        and query.stop_at_type is None
+        and query.stop_at_id is None
+        and query.type is None
+        and query.custom_type is None
+        and query.cursor is None
+    )
 
 
 def _seq_range(sql: list[str], args: list[Any], from_seq: int | None, to_seq: int | None) -> None:
