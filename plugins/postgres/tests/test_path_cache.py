@@ -110,3 +110,19 @@ def test_entries_of_the_kept_path_read_from_another_session_make_it_walk_again(p
         session.close()
     finally:
         repo.close()
+
+
+def test_a_chat_loop_walks_once_when_its_context_reaches_the_root(
+    postgres_url: str, statements: Counter[str]
+) -> None:
+    repo = get_registry().backend("postgres", url=postgres_url).open_repo()
+    try:
+        session = repo.create(id="s")
+        lane = session.lane("main")
+        for i in range(5):
+            lane.append_message({"role": "user", "content": f"m{i}", "timestamp": i})
+            assert len(lane.context()) == i + 1  # stops at the newest compaction: there is none
+        assert statements["branch_path"] == 1
+        session.close()
+    finally:
+        repo.close()

@@ -87,3 +87,16 @@ def test_entries_of_the_kept_path_read_from_another_session_make_it_walk_again(t
         assert [entry.id for entry in storage.scan_branch(BranchScan(start="a3"))] == ["a3", "b2", "b1", "b0"]
         assert storage._paths.path_from("b1") is not None  # the new path was walked and kept
         session.close()
+
+
+def test_a_chat_loop_walks_once_when_its_context_reaches_the_root(tmp_path: Path) -> None:
+    with get_registry().backend("sqlite", url=_url(tmp_path)).open_repo() as repo:
+        session = repo.create(id="s")
+        statements: list[str] = []
+        session.storage.connection.set_trace_callback(statements.append)
+        lane = session.lane("main")
+        for i in range(5):
+            lane.append_message({"role": "user", "content": f"m{i}", "timestamp": i})
+            assert len(lane.context()) == i + 1  # stops at the newest compaction: there is none
+        assert sum(_WALK in sql for sql in statements) == 1
+        session.close()

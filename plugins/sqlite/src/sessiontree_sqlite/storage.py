@@ -430,7 +430,7 @@ class SqliteStorage(QueuedStorage):
                 except PathGoneError:  # deleted (and made again?) by another process since the check
                     self._paths.clear()
             entries = self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
-            if _reads_whole_path(query):
+            if _reads_unfiltered(query):
                 self._paths.remember_entries(entries if query.order != "oldest_first" else entries[::-1])
             return entries
 
@@ -440,7 +440,7 @@ class SqliteStorage(QueuedStorage):
             return select_on_path(path, query, _slice_limit(query.limit))
         with collector_paused():
             nodes = [decode_structure_row(row) for row in self._scan(query, _SCAN_STRUCTURE_COLUMNS)]
-        if _reads_whole_path(query):
+        if _reads_unfiltered(query):
             self._paths.remember(nodes if query.order != "oldest_first" else nodes[::-1])
         return nodes
 
@@ -524,16 +524,10 @@ class SqlReaderLite:
 _NO_ROW = (None,)
 
 
-def _reads_whole_path(query: BranchScan) -> bool:
-    """Whether ``query`` returns the whole path from its start to the root."""
-    return (
-        query.limit is None
-        and query.stop_at_type is None
-        and query.stop_at_id is None
-        and query.type is None
-        and query.custom_type is None
-        and query.cursor is None
-    )
+def _reads_unfiltered(query: BranchScan) -> bool:
+    """Whether ``query`` returns every entry on its stretch of the path (no filter, cursor or limit):
+    the whole path to the root when no stop cuts it, which :meth:`PathCache.remember` tells apart."""
+    return query.limit is None and query.type is None and query.custom_type is None and query.cursor is None
 
 
 def _seq_range(sql: list[str], args: list[Any], from_seq: int | None, to_seq: int | None) -> None:
