@@ -6,7 +6,8 @@ Cursors are plain seqs (pi's ``{seq}``); they are exclusive. Each is a frozen :c
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from collections.abc import Iterable
+from typing import Any, Literal, TypedDict, TypeVar
 
 import msgspec
 
@@ -18,9 +19,12 @@ __all__ = [
     "ListReadOptions",
     "SeqOrder",
     "UsageScan",
+    "select_along",
     "LIST_READ_DEFAULT_LIMIT",
     "LIST_READ_MAX_LIMIT",
 ]
+
+N = TypeVar("N")
 
 BranchOrder = Literal["newest_first", "oldest_first"]
 SeqOrder = Literal["asc", "desc"]
@@ -44,6 +48,33 @@ class BranchScan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     order: BranchOrder = "newest_first"
     limit: int | float | None = None
     cursor: int | None = None
+
+
+def select_along(walk: Iterable[N], query: BranchScan, limit: int | None) -> list[N]:
+    """The nodes of a branch walk (entries, records or structures, in the query's order) that ``query``
+    returns: its stop (inclusive) ends the walk, then its type and custom-type filters, its cursor and
+    ``limit`` (the query's limit as a slice bound) apply, as pi's ``scanBranch`` does."""
+    oldest_first = query.order == "oldest_first"
+    stop_id, stop_type = query.stop_at_id, query.stop_at_type
+    want_type, want_custom, cursor = query.type, query.custom_type, query.cursor
+    result: list[N] = []
+    for node in walk:
+        each: Any = node
+        stop = (stop_id is not None and each.id == stop_id) or (
+            stop_type is not None and each.type == stop_type
+        )
+        seq = each.seq
+        if (
+            (want_type is None or each.type == want_type)
+            and (want_custom is None or each.custom_type == want_custom)
+            and (cursor is None or (seq is not None and (seq > cursor if oldest_first else seq < cursor)))
+        ):
+            result.append(node)
+            if limit is not None and len(result) >= limit:
+                break
+        if stop:
+            break
+    return result
 
 
 class BranchQuery(TypedDict, total=False):

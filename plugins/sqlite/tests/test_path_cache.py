@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from sessiontree.plugins import get_registry
 from sessiontree.queries import BranchScan
@@ -40,6 +41,15 @@ def test_a_resume_walks_once_and_the_context_after_an_append_reads_nothing_again
         resumed.close()
 
 
+def _old_session(repo: Any) -> Any:
+    """Session ``s`` with entries a0 .. a3 on branch main (seqs 1, 3, 5, 7: each append moves the tip)."""
+    session = repo.create(id="s")
+    lane = session.lane("main")
+    for i in range(4):
+        lane.append_message({"role": "user", "content": f"old{i}", "timestamp": i}, entry_id=f"a{i}")
+    return session
+
+
 _MAKE_AGAIN = """
 import sys
 from sessiontree.plugins import get_registry
@@ -61,10 +71,7 @@ def _make_again(tmp_path: Path, *entry_ids: str) -> None:
 
 def test_a_session_made_again_under_the_same_id_by_another_process_is_walked_again(tmp_path: Path) -> None:
     with get_registry().backend("sqlite", url=_url(tmp_path)).open_repo() as repo:
-        session = repo.create(id="s")
-        lane = session.lane("main")
-        for i in range(4):
-            lane.append_message({"role": "user", "content": f"old{i}", "timestamp": i}, entry_id=f"a{i}")
+        session = _old_session(repo)
         storage = session.storage
         assert [entry.id for entry in storage.scan_branch(BranchScan(start="a3"))] == ["a3", "a2", "a1", "a0"]
         _make_again(tmp_path, "x0", "a3")
@@ -75,10 +82,7 @@ def test_a_session_made_again_under_the_same_id_by_another_process_is_walked_aga
 
 def test_entries_of_the_kept_path_read_from_another_session_make_it_walk_again(tmp_path: Path) -> None:
     with get_registry().backend("sqlite", url=_url(tmp_path)).open_repo() as repo:
-        session = repo.create(id="s")
-        lane = session.lane("main")
-        for i in range(4):
-            lane.append_message({"role": "user", "content": f"old{i}", "timestamp": i}, entry_id=f"a{i}")
+        session = _old_session(repo)
         storage = session.storage
         storage.scan_branch(BranchScan(start="a3"))
         # The same start at the same seq 7, on other entries: only their rows can tell.

@@ -11,9 +11,9 @@ from typing import SupportsInt, TypeVar, cast
 from ..errors import InvalidQueryError, StorageValidationError
 from ..jsjson import safe_integer
 from ..jsjson import template_string as js_string
-from ..model import Address, Entry, EntryStructure, ListElement, StoredValue, UsageRow
-from ..queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
 from ..kit.idempotency import CommitLog
+from ..model import Address, Entry, EntryStructure, ListElement, StoredValue, UsageRow
+from ..queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan, select_along
 from .index import EntryIndex
 from .records import Record, entry_of, structure_of
 from .store import ABSENT_KEY_SLOT, ValueStore
@@ -50,11 +50,6 @@ def _is_plain_walk(query: BranchScan) -> bool:
         and query.custom_type is None
         and query.cursor is None
     )
-
-
-def _after(seq: int | None, cursor: int, oldest_first: bool) -> bool:
-    """Whether a record of seq ``seq`` is past the cursor in the walk's order."""
-    return seq is not None and (seq > cursor if oldest_first else seq < cursor)
 
 
 def _element_seq(element: ListElement) -> int:
@@ -212,31 +207,12 @@ class Reads:
             stopped = self._stopped_walk(start, query, limit)
             if stopped is not None:
                 return stopped
-        oldest_first = query.order == "oldest_first"
         ordered: Iterable[Record]
-        if oldest_first:
+        if query.order == "oldest_first":
             ordered = list(self._index.iter_to_root(start))[::-1]
         else:
             ordered = self._index.iter_to_root(start)
-        stop_id, stop_type = query.stop_at_id, query.stop_at_type
-        want_type, want_custom = query.type, query.custom_type
-        cursor = query.cursor
-        result: list[Record] = []
-        for record in ordered:
-            stop = (stop_id is not None and record.id == stop_id) or (
-                stop_type is not None and record.type == stop_type
-            )
-            if (
-                (want_type is None or record.type == want_type)
-                and (want_custom is None or record.custom_type == want_custom)
-                and (cursor is None or _after(record.seq, cursor, oldest_first))
-            ):
-                result.append(record)
-                if limit is not None and len(result) >= limit:
-                    break
-            if stop:
-                break
-        return result
+        return select_along(ordered, query, limit)
 
     # --- seq-ordered scans -------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 
 from ..model import Entry, EntryStructure
-from ..queries import BranchScan
+from ..queries import BranchScan, select_along
 
 __all__ = ["PATH_CACHE_SIZE", "PathCache", "PathGoneError", "select_on_path"]
 
@@ -100,21 +100,12 @@ def select_on_path(path: list[EntryStructure], query: BranchScan, limit: int | N
         return []
     oldest_first = query.order == "oldest_first"
     ordered = path[::-1] if oldest_first else path
-    stop_id, stop_type = query.stop_at_id, query.stop_at_type
-    want_type, want_custom, cursor = query.type, query.custom_type, query.cursor
-    if want_type is None and want_custom is None and cursor is None and stop_id is None and stop_type is None:
+    if (
+        query.type is None
+        and query.custom_type is None
+        and query.cursor is None
+        and query.stop_at_id is None
+        and query.stop_at_type is None
+    ):
         return ordered if limit is None else ordered[:limit]
-    result: list[EntryStructure] = []
-    for node in ordered:
-        stop = (stop_id is not None and node.id == stop_id) or (stop_type is not None and node.type == stop_type)
-        if (
-            (want_type is None or node.type == want_type)
-            and (want_custom is None or node.custom_type == want_custom)
-            and (cursor is None or (node.seq > cursor if oldest_first else node.seq < cursor))
-        ):
-            result.append(node)
-            if limit is not None and len(result) >= limit:
-                break
-        if stop:
-            break
-    return result
+    return select_along(ordered, query, limit)
