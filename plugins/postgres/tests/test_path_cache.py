@@ -29,6 +29,10 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return counts
 
 
+def _walks(statements: Counter[str]) -> int:
+    return statements["branch_path"] + statements["branch_path_raw"]
+
+
 def test_a_resume_walks_once_and_the_context_after_an_append_reads_nothing_again(
     postgres_url: str, statements: Counter[str]
 ) -> None:
@@ -44,13 +48,13 @@ def test_a_resume_walks_once_and_the_context_after_an_append_reads_nothing_again
         branch = resumed.branch("main")
         assert len(branch.find_entries(order="oldest_first")) == 20
         assert len(branch.context()) == 20
-        assert statements["branch_path"] == 1
-        assert statements["entries_by_seq"] == 1
+        assert _walks(statements) == 1
+        assert statements["entries_by_seq"] == 0  # the first walk read the entries' texts too
         lane = resumed.lane("main")
         lane.append_message({"role": "user", "content": "m20", "timestamp": 20})
         assert [message["content"] for message in lane.context()][-2:] == ["m19", "m20"]
-        assert statements["branch_path"] == 1  # the append extended the kept path
-        assert statements["entries_by_seq"] == 1  # and the new entry was remembered
+        assert _walks(statements) == 1  # the append extended the kept path
+        assert statements["entries_by_seq"] == 0  # and the new entry was remembered
         resumed.close()
     finally:
         repo.close()
@@ -125,7 +129,40 @@ def test_a_chat_loop_walks_once_when_its_context_reaches_the_root(
         for i in range(5):
             lane.append_message({"role": "user", "content": f"m{i}", "timestamp": i})
             assert len(lane.context()) == i + 1  # stops at the newest compaction: there is none
-        assert statements["branch_path"] == 1
+        assert _walks(statements) == 1
         session.close()
+    finally:
+        repo.close()
+
+
+def test_a_later_walk_reads_only_the_texts_no_scan_has_decoded(
+    postgres_url: str, statements: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = get_registry().backend("postgres", url=postgres_url).open_repo()
+    try:
+        session = repo.create(id="s")
+        main = session.lane("main")
+        ids = [main.append_message({"role": "user", "content": f"m{i}", "timestamp": i}) for i in range(10)]
+        side = session.create_branch("side", ids[4])
+        side_ids = [side.append_message({"role": "user", "content": f"s{i}"}) for i in range(3)]
+        session.close()
+        resumed = repo.open("s")
+        statements.clear()
+        assert [e.id for e in resumed.branch("main").find_entries(order="oldest_first")] == ids
+        assert statements["branch_path_raw"] == 1 and statements["entries_by_seq"] == 0
+        fetched: list[list[int]] = []
+        real = Database.fetch
+
+        def recording(self: Database, name: str, params: Any, **options: Any) -> Any:
+            if name == "entries_by_seq":
+                fetched.append(sorted(params["seqs"]))
+            return real(self, name, params, **options)
+
+        monkeypatch.setattr(Database, "fetch", recording)
+        assert [e.id for e in resumed.branch("side").find_entries(order="oldest_first")] == ids[:5] + side_ids
+        assert statements["branch_path"] == 1  # another path: walked without the texts
+        side_seqs = sorted(e.seq for e in resumed.get_entries(side_ids).values())
+        assert fetched == [side_seqs]  # only the side branch's own entries were read
+        resumed.close()
     finally:
         repo.close()

@@ -15,6 +15,27 @@ __all__ = ["QUERIES", "render"]
 _SESSION = "tenant = %(tenant)s AND owner_user = %(user)s AND session_id = %(sid)s"
 _OWNER = "tenant = %(tenant)s AND owner_user = %(user)s"
 
+_STRUCTURE = ("seq", "id", "parent_id", "type", "custom_type", "timestamp")
+
+
+def _branch_path(columns: tuple[str, ...]) -> str:
+    """The recursive walk from %(start)s towards the root, returning ``columns`` newest first."""
+    listed = ", ".join(columns)
+    return (
+        "WITH RECURSIVE path AS ("
+        f" SELECT {listed}, 0 AS depth FROM {{s}}.entries"
+        f" WHERE {_SESSION} AND id = %(start)s"
+        " UNION ALL"
+        f" SELECT {', '.join(f'e.{column}' for column in columns)}, p.depth + 1 FROM path p"
+        " JOIN {s}.entries e ON e.tenant = %(tenant)s AND e.owner_user = %(user)s"
+        " AND e.session_id = %(sid)s AND e.id = p.parent_id"
+        " WHERE (%(stop_type)s::bytea IS NULL OR p.type <> %(stop_type)s)"
+        " AND (%(stop_id)s::bytea IS NULL OR p.id <> %(stop_id)s)"
+        " AND (%(limit)s::bigint IS NULL OR p.depth + 1 < %(limit)s)"
+        f") SELECT {listed} FROM path ORDER BY depth"
+    )
+
+
 QUERIES: dict[str, str] = {
     # --- one session (storage) ------------------------------------------------------------------
     "lock_session": (
@@ -72,19 +93,9 @@ QUERIES: dict[str, str] = {
     ),
     # The path from an entry to the root, newest first, stopping after an entry of %(stop_type)s (or
     # %(stop_id)s) when given: what a context build reads, and nothing older.
-    "branch_path": (
-        "WITH RECURSIVE path AS ("
-        " SELECT seq, id, parent_id, type, custom_type, timestamp, 0 AS depth FROM {s}.entries"
-        f" WHERE {_SESSION} AND id = %(start)s"
-        " UNION ALL"
-        " SELECT e.seq, e.id, e.parent_id, e.type, e.custom_type, e.timestamp, p.depth + 1 FROM path p"
-        " JOIN {s}.entries e ON e.tenant = %(tenant)s AND e.owner_user = %(user)s"
-        " AND e.session_id = %(sid)s AND e.id = p.parent_id"
-        " WHERE (%(stop_type)s::bytea IS NULL OR p.type <> %(stop_type)s)"
-        " AND (%(stop_id)s::bytea IS NULL OR p.id <> %(stop_id)s)"
-        " AND (%(limit)s::bigint IS NULL OR p.depth + 1 < %(limit)s)"
-        ") SELECT seq, id, parent_id, type, custom_type, timestamp FROM path ORDER BY depth"
-    ),
+    "branch_path": _branch_path(_STRUCTURE),
+    # The same with each entry's text, read from the row the walk visits anyway: a first read.
+    "branch_path_raw": _branch_path((*_STRUCTURE, "raw")),
     "entry_seq": f"SELECT seq FROM {{s}}.entries WHERE {_SESSION} AND id = %(id)s",
     "entries_by_seq": f"SELECT seq, raw FROM {{s}}.entries WHERE {_SESSION} AND seq = ANY(%(seqs)s)",
     "scan_entries": (

@@ -332,16 +332,19 @@ class PostgresStorage(QueuedStorage):
         rows = self.db.fetch("list_asc" if ascending else "list_desc", params)
         return [list_element(seq, value) for seq, value in rows]
 
-    def _path(self, query: BranchScan, *, kept: bool = True) -> list[EntryStructure]:
+    def _path(
+        self, query: BranchScan, *, kept: bool = True, texts: dict[int, str] | None = None
+    ) -> list[EntryStructure]:
         """The structures a branch scan returns (pi's order, stop, filters, cursor, limit), from the
-        kept path when it holds the start (``kept``), else walked."""
+        kept path when it holds the start (``kept``), else walked (with each entry's text into
+        ``texts``, when given)."""
         start = query.start
         plain = query.type is None and query.custom_type is None and query.cursor is None
         limit = slice_limit(query.limit)
         newest_first = query.order != "oldest_first"
         path = self._kept_path(start) if kept else None
         if path is None:
-            path = self._walk(start, query, limit if plain and newest_first else None)
+            path = self._walk(start, query, limit if plain and newest_first else None, texts)
         return select_on_path(path, query, limit)
 
     def _kept_path(self, start: Any) -> list[EntryStructure] | None:
@@ -356,15 +359,18 @@ class PostgresStorage(QueuedStorage):
             return None
         return path
 
-    def _walk(self, start: Any, query: BranchScan, limit: int | None) -> list[EntryStructure]:
+    def _walk(
+        self, start: Any, query: BranchScan, limit: int | None, texts: dict[int, str] | None = None
+    ) -> list[EntryStructure]:
         """The path from ``start`` walked in the index, newest first: cut at the query's stop when it
-        reads newest first, and after ``limit`` entries; kept when it reaches the root."""
+        reads newest first, and after ``limit`` entries; kept when it reaches the root. With ``texts``,
+        the walk also reads each entry's text (from the row it visits anyway) into it, by seq."""
         # Oldest first, a stop cuts the path on the root's side: the whole path is walked.
         newest_first = query.order != "oldest_first"
         stop_type = query.stop_at_type if newest_first else None
         stop_id = query.stop_at_id if newest_first else None
         rows = self.db.fetch(
-            "branch_path",
+            "branch_path" if texts is None else "branch_path_raw",
             {
                 **self.key,
                 "start": b(start) if type(start) is str else b"\x00",
@@ -385,8 +391,10 @@ class PostgresStorage(QueuedStorage):
                 type=_type_value(kind),
                 custom_type=ABSENT if custom is None else _type_value(custom),
             )
-            for seq, raw_id, parent, kind, custom, timestamp in rows
+            for seq, raw_id, parent, kind, custom, timestamp, *_ in rows
         ]
+        if texts is not None:
+            texts.update((row[0], row[6]) for row in rows)
         self._paths.remember(path)
         return path
 
@@ -402,15 +410,19 @@ class PostgresStorage(QueuedStorage):
             raise StorageValidationError(f"Unknown branch start: {js_string(query.start)}") from None
 
     def _scan_branch(self, query: BranchScan, *, kept: bool) -> list[Entry]:
-        nodes = self._path(query, kept=kept)
+        # This storage's first walk (a resume's) reads the entries' texts with it: none is decoded yet.
+        texts: dict[int, str] | None = {} if not len(self._paths) else None
+        nodes = self._path(query, kept=kept, texts=texts)
         if not nodes:
             return []
         seqs = [node.seq for node in nodes]
 
         def load(missing: list[int]) -> list[Entry]:
             wanted = [seqs[i] for i in missing]
-            raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": wanted}))
-            if len(raws) != len(set(wanted)):
+            raws = texts
+            if not raws or any(seq not in raws for seq in wanted):
+                raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": wanted}))
+            if len(set(wanted) - raws.keys()):
                 raise PathGoneError
             entries = decode_entries([raws[seq] for seq in wanted])
             if any(entry.id != nodes[i].id for i, entry in zip(missing, entries, strict=True)):
