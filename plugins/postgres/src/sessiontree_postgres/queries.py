@@ -57,11 +57,11 @@ QUERIES: dict[str, str] = {
     ),
     "known_ids": (
         "SELECT id, true FROM {s}.entries "
-        f"WHERE {_SESSION} AND id = ANY(%(ids)s) "
+        f"WHERE {_SESSION} AND id = ANY(%(ids)b) "
         "UNION ALL SELECT id, false FROM {s}.usage_rows "
-        f"WHERE {_SESSION} AND id = ANY(%(ids)s)"
+        f"WHERE {_SESSION} AND id = ANY(%(ids)b)"
     ),
-    "entries_by_id": f"SELECT id, raw FROM {{s}}.entries WHERE {_SESSION} AND id = ANY(%(ids)s)",
+    "entries_by_id": f"SELECT id, raw FROM {{s}}.entries WHERE {_SESSION} AND id = ANY(%(ids)b)",
     "usage_by_id": f"SELECT raw FROM {{s}}.usage_rows WHERE {_SESSION} AND id = %(id)s",
     "commit_of": (
         "SELECT first_seq, end_seq, id_count FROM {s}.commits "
@@ -69,7 +69,7 @@ QUERIES: dict[str, str] = {
     ),
     "values_at": (
         "SELECT namespace, slot, key_absent, seq, value FROM {s}.session_values "
-        f"WHERE {_SESSION} AND (namespace, slot) IN (SELECT * FROM unnest(%(namespaces)s::bytea[], %(slots)s::bytea[]))"
+        f"WHERE {_SESSION} AND (namespace, slot) IN (SELECT * FROM unnest(%(namespaces)b::bytea[], %(slots)b::bytea[]))"
     ),
     "value_at": (
         "SELECT namespace, slot, key_absent, seq, value FROM {s}.session_values "
@@ -97,7 +97,7 @@ QUERIES: dict[str, str] = {
     # The same with each entry's text, read from the row the walk visits anyway: a first read.
     "branch_path_raw": _branch_path((*_STRUCTURE, "raw")),
     "entry_seq": f"SELECT seq FROM {{s}}.entries WHERE {_SESSION} AND id = %(id)s",
-    "entries_by_seq": f"SELECT seq, raw FROM {{s}}.entries WHERE {_SESSION} AND seq = ANY(%(seqs)s)",
+    "entries_by_seq": f"SELECT seq, raw FROM {{s}}.entries WHERE {_SESSION} AND seq = ANY(%(seqs)b)",
     "scan_entries": (
         "SELECT raw FROM {s}.entries "
         f"WHERE {_SESSION} AND seq BETWEEN %(from_seq)s AND %(to_seq)s "
@@ -122,13 +122,13 @@ QUERIES: dict[str, str] = {
     ),
     "insert_entries": (
         "INSERT INTO {s}.entries (tenant, owner_user, session_id, seq, id, parent_id, type, custom_type, "
-        "timestamp, raw) SELECT %(tenant)s, %(user)s, %(sid)s, * FROM unnest(%(seqs)s::bigint[], "
-        "%(ids)s::bytea[], %(parents)s::bytea[], %(types)s::bytea[], %(custom_types)s::bytea[], "
-        "%(timestamps)s::bigint[], %(raws)s::text[])"
+        "timestamp, raw) SELECT %(tenant)s, %(user)s, %(sid)s, * FROM unnest(%(seqs)b::bigint[], "
+        "%(ids)b::bytea[], %(parents)b::bytea[], %(types)b::bytea[], %(custom_types)b::bytea[], "
+        "%(timestamps)b::bigint[], %(raws)b::text[])"
     ),
     "insert_usage": (
         "INSERT INTO {s}.usage_rows (tenant, owner_user, session_id, seq, id, raw) "
-        "SELECT %(tenant)s, %(user)s, %(sid)s, * FROM unnest(%(seqs)s::bigint[], %(ids)s::bytea[], %(raws)s::text[])"
+        "SELECT %(tenant)s, %(user)s, %(sid)s, * FROM unnest(%(seqs)b::bigint[], %(ids)b::bytea[], %(raws)b::text[])"
     ),
     "upsert_value": (
         "INSERT INTO {s}.session_values (tenant, owner_user, session_id, namespace, slot, key_absent, seq, value) "
@@ -139,8 +139,8 @@ QUERIES: dict[str, str] = {
     "delete_value": f"DELETE FROM {{s}}.session_values WHERE {_SESSION} AND namespace = %(namespace)s AND slot = %(slot)s",
     "insert_list_elements": (
         "INSERT INTO {s}.list_elements (tenant, owner_user, session_id, namespace, slot, key_absent, seq, value) "
-        "SELECT %(tenant)s, %(user)s, %(sid)s, * FROM unnest(%(namespaces)s::bytea[], %(slots)s::bytea[], "
-        "%(key_absents)s::boolean[], %(seqs)s::bigint[], %(values)s::text[])"
+        "SELECT %(tenant)s, %(user)s, %(sid)s, * FROM unnest(%(namespaces)b::bytea[], %(slots)b::bytea[], "
+        "%(key_absents)b::boolean[], %(seqs)b::bigint[], %(values)b::text[])"
     ),
     "delete_list": f"DELETE FROM {{s}}.list_elements WHERE {_SESSION} AND namespace = %(namespace)s AND slot = %(slot)s",
     # A whole commit whose writes need no order among themselves (no deletes, each value set once):
