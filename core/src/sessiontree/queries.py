@@ -19,6 +19,7 @@ __all__ = [
     "ListReadOptions",
     "SeqOrder",
     "UsageScan",
+    "is_plain_walk",
     "select_along",
     "LIST_READ_DEFAULT_LIMIT",
     "LIST_READ_MAX_LIMIT",
@@ -48,6 +49,17 @@ class BranchScan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     order: BranchOrder = "newest_first"
     limit: int | float | None = None
     cursor: int | None = None
+
+
+def is_plain_walk(query: BranchScan) -> bool:
+    """A branch scan without stops, filters or cursor: the whole path, only ordered and limited."""
+    return (
+        query.stop_at_id is None
+        and query.stop_at_type is None
+        and query.type is None
+        and query.custom_type is None
+        and query.cursor is None
+    )
 
 
 def select_along(walk: Iterable[N], query: BranchScan, limit: int | None) -> list[N]:

@@ -13,7 +13,15 @@ from ..jsjson import safe_integer
 from ..jsjson import template_string as js_string
 from ..kit.idempotency import CommitLog
 from ..model import Address, Entry, EntryStructure, ListElement, StoredValue, UsageRow
-from ..queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan, select_along
+from ..queries import (
+    LIST_READ_MAX_LIMIT,
+    BranchScan,
+    EntryScan,
+    ListReadOptions,
+    UsageScan,
+    is_plain_walk,
+    select_along,
+)
 from .index import EntryIndex
 from .records import Record, entry_of, structure_of
 from .store import ABSENT_KEY_SLOT, ValueStore
@@ -39,17 +47,6 @@ def slice_limit(limit: object) -> int | None:
             return None if limit > 0 else 0
         return max(0, math.trunc(limit))
     return max(0, int(cast(SupportsInt, limit)))
-
-
-def _is_plain_walk(query: BranchScan) -> bool:
-    """A branch scan without stops, filters or cursor: the whole path, only ordered and limited."""
-    return (
-        query.stop_at_id is None
-        and query.stop_at_type is None
-        and query.type is None
-        and query.custom_type is None
-        and query.cursor is None
-    )
 
 
 def _element_seq(element: ListElement) -> int:
@@ -197,7 +194,7 @@ class Reads:
 
     def _scan_branch_records(self, query: BranchScan) -> list[Record]:
         start = self._branch_start(query)
-        if _is_plain_walk(query):
+        if is_plain_walk(query):
             return self._plain_walk(start, query)
         limit = slice_limit(query.limit)
         if limit == 0:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 
 from ..model import Entry, EntryStructure
-from ..queries import BranchScan, select_along
+from ..queries import BranchScan, is_plain_walk, select_along
 
 __all__ = ["PATH_CACHE_SIZE", "PathCache", "PathGoneError", "select_on_path"]
 
@@ -100,12 +100,6 @@ def select_on_path(path: list[EntryStructure], query: BranchScan, limit: int | N
         return []
     oldest_first = query.order == "oldest_first"
     ordered = path[::-1] if oldest_first else path
-    if (
-        query.type is None
-        and query.custom_type is None
-        and query.cursor is None
-        and query.stop_at_id is None
-        and query.stop_at_type is None
-    ):
+    if is_plain_walk(query):
         return ordered if limit is None else ordered[:limit]
     return select_along(ordered, query, limit)
