@@ -37,6 +37,26 @@ def test_a_path_that_reaches_the_root_answers_from_any_entry_on_it() -> None:
     assert cache.path_from("elsewhere") is None
 
 
+def test_a_kept_path_is_used_only_while_its_start_is_stored_with_the_same_seq() -> None:
+    cache = PathCache()
+    walked = _walked(5)  # e4 has seq 5, e2 seq 3
+    cache.remember(walked)
+    asked: list[str] = []
+
+    def stored(entry_id: str) -> int | None:
+        asked.append(entry_id)
+        return {"e2": 3}.get(entry_id)
+
+    assert cache.confirmed_path("e2", stored) == walked[2:]
+    assert cache.confirmed_path(7, stored) is None and cache.confirmed_path("elsewhere", stored) is None
+    assert asked == ["e2"]  # no lookup for a start the path does not hold
+    assert cache.confirmed_path("e4", stored) is None  # not stored (any more): the path is forgotten
+    assert cache.path_from("e2") is None
+    cache.remember(walked)
+    assert cache.confirmed_path("e2", lambda entry_id: 9) is None  # stored again, with another seq
+    assert len(cache) == 0
+
+
 def test_a_path_cut_before_the_root_is_not_kept() -> None:
     cache = PathCache()
     cache.remember(_walked(5)[:3])  # a walk cut at a stop or a limit

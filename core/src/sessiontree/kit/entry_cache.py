@@ -46,6 +46,12 @@ class EntryCache:
                 pass  # another reader's thread emptied it at the same time: the cap still holds
         entries[entry.id] = entry
 
+    def remember_many(self, entries: Sequence[Entry]) -> None:
+        """:meth:`remember` each, in order (only the newest ``capacity``: more would only evict what
+        this call added)."""
+        for entry in entries[-self.capacity :]:
+            self.remember(entry)
+
     def entries(
         self, ids: Sequence[str], seqs: Sequence[int], load: Callable[[list[int]], list[Entry]]
     ) -> list[Entry]:
@@ -55,9 +61,8 @@ class EntryCache:
         found: list[Entry | None] = [cache.get(entry_id) for entry_id in ids]
         missing = [i for i, entry in enumerate(found) if entry is None or entry.seq != seqs[i]]
         if missing:
-            for i, entry in zip(missing, load(missing), strict=True):
+            loaded = load(missing)
+            for i, entry in zip(missing, loaded, strict=True):
                 found[i] = entry
-            # Remembering more than the cache holds would only evict what this loop added.
-            for i in missing[-self.capacity :]:
-                self.remember(found[i])  # type: ignore[arg-type]
+            self.remember_many(loaded)
         return found  # type: ignore[return-value]

@@ -1,18 +1,19 @@
-"""The newest root path a backend walked, for a backend that walks paths in its index (PostgreSQL).
+"""The newest root path a backend walked, for a backend that walks paths in its index (SQLite, PostgreSQL).
 
 Entries never change, so the path from an entry to the root never does either: a later scan from the
 same entry, or from any entry on that path, is a suffix of it and needs no walk, and an entry committed
 as the child of the path's newest entry (a branch append) extends it. A resume reads the branch and
 then builds the context (two scans from the tip), and a chat loop builds the context after each
-append: each walks the whole history in the index without it. The backend confirms that the start
-entry is still stored with the seq the cache holds before it answers from here (the session may have
-been deleted, and made again under the same id, by another process), as :class:`EntryCache` does.
+append: each walks the whole history in the index without it. :meth:`PathCache.confirmed_path` has
+the backend confirm that the start entry is still stored with the seq the cache holds before it answers
+from here (the session may have been deleted, and made again under the same id, by another process),
+as :class:`EntryCache` checks each hit's seq.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..model import Entry, EntryStructure
 from ..queries import BranchScan, is_plain_walk, select_along
@@ -45,6 +46,21 @@ class PathCache:
         with self._lock:
             place = self._places.get(start)
             return None if place is None else self._path[place::-1]
+
+    def confirmed_path(
+        self, start: object, stored_seq: Callable[[str], int | None]
+    ) -> list[EntryStructure] | None:
+        """:meth:`path_from` once ``stored_seq(start)`` (the backend's one index lookup: the seq stored
+        under that id, or ``None``) says the start is still stored with the seq the kept path holds;
+        any other answer clears the kept path (the session was deleted, and perhaps made again, by
+        another process). ``None`` for a start that is not a string or not on the path."""
+        path = self.path_from(start) if type(start) is str else None
+        if path is None:
+            return None
+        if stored_seq(start) != path[0].seq:  # type: ignore[arg-type]  # a str: checked above
+            self.clear()
+            return None
+        return path
 
     def remember(self, newest_first: list[EntryStructure]) -> None:
         """Keep a walked path that reaches the root (its last entry has no parent); any other is ignored."""

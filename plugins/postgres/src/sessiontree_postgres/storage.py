@@ -268,10 +268,8 @@ class PostgresStorage(QueuedStorage):
         """Keep the entries of a commit that landed for later reads (a branch append extends the kept
         path): the context built after an append reads neither the path nor the new entry again."""
         entries = [write.entry for write in writes if type(write) is EntryWrite]
-        if entries:
-            self._paths.extend(entries)
-            for entry in entries[-self._entries.capacity :]:
-                self._entries.remember(entry)
+        self._paths.extend(entries)
+        self._entries.remember_many(entries)
 
     def _read_head(self) -> tuple[int, int, SessionStats]:
         rows = self.db.fetch("read_session", self.key)
@@ -342,22 +340,15 @@ class PostgresStorage(QueuedStorage):
         plain = query.type is None and query.custom_type is None and query.cursor is None
         limit = slice_limit(query.limit)
         newest_first = query.order != "oldest_first"
-        path = self._kept_path(start) if kept else None
+        path = self._paths.confirmed_path(start, self._stored_seq) if kept else None
         if path is None:
             path = self._walk(start, query, limit if plain and newest_first else None, texts)
         return select_on_path(path, query, limit)
 
-    def _kept_path(self, start: Any) -> list[EntryStructure] | None:
-        """The path from ``start``, newest first, from the kept path (:class:`~sessiontree.kit.PathCache`)
-        when ``start`` is on it and still stored with the seq it holds there (one index lookup)."""
-        path = self._paths.path_from(start) if type(start) is str else None
-        if path is None:
-            return None
-        rows = self.db.fetch("entry_seq", {**self.key, "id": b(start)})
-        if not rows or rows[0][0] != path[0].seq:  # the session was deleted (and made again) meanwhile
-            self._paths.clear()
-            return None
-        return path
+    def _stored_seq(self, entry_id: str) -> int | None:
+        """The seq of entry ``entry_id`` in this session, or ``None`` (:meth:`PathCache.confirmed_path`)."""
+        rows = self.db.fetch("entry_seq", {**self.key, "id": b(entry_id)})
+        return rows[0][0] if rows else None
 
     def _walk(
         self, start: Any, query: BranchScan, limit: int | None, texts: dict[int, str] | None = None

@@ -286,8 +286,7 @@ class SqliteStorage(QueuedStorage):
                 stats = write_prepared(connection, reader, prepared)
                 connection.execute("COMMIT")
                 entries = [write.entry for write in prepared.writes if type(write) is EntryWrite]
-                for entry in entries:
-                    self._entries.remember(entry)
+                self._entries.remember_many(entries)
                 self._paths.extend(entries)  # a branch append continues the kept path
             except sqlite3.Error as error:
                 rollback(connection)
@@ -417,16 +416,18 @@ class SqliteStorage(QueuedStorage):
             )
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
-        path = self._kept_path(query.start)
+        path = self._paths.confirmed_path(query.start, self._stored_seq)
         with collector_paused():  # the rows and their decoded payloads: many acyclic containers
             if path is not None:
                 nodes = select_on_path(path, query, _slice_limit(query.limit))
+                ids = [node.id for node in nodes]
                 seqs = [node.seq for node in nodes]
+
+                def load(missing: list[int]) -> list[Entry]:
+                    return self._entries_by_seq([ids[i] for i in missing], [seqs[i] for i in missing])
+
                 try:
-                    ids = [node.id for node in nodes]
-                    return self._entries.entries(
-                        ids, seqs, lambda missing: self._entries_by_seq([ids[i] for i in missing], [seqs[i] for i in missing])
-                    )
+                    return self._entries.entries(ids, seqs, load)
                 except PathGoneError:  # deleted (and made again?) by another process since the check
                     self._paths.clear()
             entries = self._entries_of(self._scan(query, _SCAN_ENTRY_COLUMNS))
@@ -435,7 +436,7 @@ class SqliteStorage(QueuedStorage):
             return entries
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
-        path = self._kept_path(query.start)
+        path = self._paths.confirmed_path(query.start, self._stored_seq)
         if path is not None:
             return select_on_path(path, query, _slice_limit(query.limit))
         with collector_paused():
@@ -444,17 +445,11 @@ class SqliteStorage(QueuedStorage):
             self._paths.remember(nodes if query.order != "oldest_first" else nodes[::-1])
         return nodes
 
-    def _kept_path(self, start: Any) -> list[EntryStructure] | None:
-        """The path from ``start``, newest first, from the kept path (:class:`~sessiontree.kit.PathCache`)
-        when ``start`` is on it and still stored with the seq it holds there (one index lookup)."""
-        path = self._paths.path_from(start) if type(start) is str else None
-        if path is None:
-            return None
-        rows = self._rows("SELECT seq FROM entries WHERE session_id = ? AND id = ?", (self.session_id, start))
-        if not rows or rows[0][0] != path[0].seq:  # the session was deleted (and made again) meanwhile
-            self._paths.clear()
-            return None
-        return path
+    def _stored_seq(self, entry_id: str) -> int | None:
+        """The seq of entry ``entry_id`` in this session, or ``None`` (:meth:`PathCache.confirmed_path`)."""
+        sql = "SELECT seq FROM entries WHERE session_id = ? AND id = ?"
+        rows = self._rows(sql, (self.session_id, entry_id))
+        return rows[0][0] if rows else None
 
     def _entries_by_seq(self, ids: list[str], seqs: list[int]) -> list[Entry]:
         """The entries with these ids and seqs, in their order, decoded together; :class:`PathGoneError`
