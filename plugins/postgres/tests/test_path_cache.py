@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 from sessiontree_postgres.database import Database
 
+from sessiontree.model import CompactionEntry
 from sessiontree.plugins import get_registry
 from sessiontree.queries import BranchScan
+from sessiontree.values import branch_tip
+from sessiontree.writes import insert_entry, set_value
 
 
 @pytest.fixture
@@ -164,5 +167,30 @@ def test_a_later_walk_reads_only_the_texts_no_scan_has_decoded(
         side_seqs = sorted(e.seq for e in resumed.get_entries(side_ids).values())
         assert fetched == [side_seqs]  # only the side branch's own entries were read
         resumed.close()
+    finally:
+        repo.close()
+
+
+def test_a_context_cut_at_a_compaction_walks_without_the_texts_it_has_decoded(
+    postgres_url: str, statements: Counter[str]
+) -> None:
+    repo = get_registry().backend("postgres", url=postgres_url).open_repo()
+    try:
+        session = repo.create(id="s")
+        lane = session.lane("main")
+        first = lane.append_message({"role": "user", "content": "m0", "timestamp": 0})
+        compaction = CompactionEntry(id="c", parent_id=first, summary="earlier", retained_tail=[], tokens_before=1)
+        session.mutate(
+            lambda mutation: mutation.commit([insert_entry(compaction), set_value(branch_tip("main"), "c")])
+        )
+        statements.clear()
+        for i in range(1, 4):
+            lane.append_message({"role": "user", "content": f"m{i}", "timestamp": i})
+            assert len(lane.context()) == i + 1  # the summary, then the messages after it
+        # Each context walks to the compaction (a path cut there is not kept), and its entries are
+        # decoded already (remembered at commit): the walks carry no texts and nothing is fetched.
+        assert statements["branch_path"] == 3
+        assert statements["branch_path_raw"] == 0 and statements["entries_by_seq"] == 0
+        session.close()
     finally:
         repo.close()

@@ -401,8 +401,8 @@ class PostgresStorage(QueuedStorage):
             raise StorageValidationError(f"Unknown branch start: {js_string(query.start)}") from None
 
     def _scan_branch(self, query: BranchScan, *, kept: bool) -> list[Entry]:
-        # This storage's first walk (a resume's) reads the entries' texts with it: none is decoded yet.
-        texts: dict[int, str] | None = {} if not len(self._paths) else None
+        # While no entry is decoded yet (a resume's first read), a walk reads the texts with it.
+        texts: dict[int, str] | None = {} if not len(self._entries) else None
         nodes = self._path(query, kept=kept, texts=texts)
         if not nodes:
             return []
