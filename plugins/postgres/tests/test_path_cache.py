@@ -179,7 +179,9 @@ def test_a_context_cut_at_a_compaction_walks_without_the_texts_it_has_decoded(
         session = repo.create(id="s")
         lane = session.lane("main")
         first = lane.append_message({"role": "user", "content": "m0", "timestamp": 0})
-        compaction = CompactionEntry(id="c", parent_id=first, summary="earlier", retained_tail=[], tokens_before=1)
+        compaction = CompactionEntry(
+            id="c", parent_id=first, summary="earlier", retained_tail=[], tokens_before=1
+        )
         session.mutate(
             lambda mutation: mutation.commit([insert_entry(compaction), set_value(branch_tip("main"), "c")])
         )
