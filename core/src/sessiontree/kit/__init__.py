@@ -59,8 +59,8 @@ __all__ = [
     "StateStorage",
     "collector_paused",
     "prepare_commit",
-    "select_on_path",
     "proves_entry_chain",
+    "select_on_path",
     "validate_committed",
     "wall_clock_ms",
 ]
