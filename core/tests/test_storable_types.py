@@ -9,14 +9,17 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
 
 from sessiontree.deepjson import check_storable, holds_json_types_only
 from sessiontree.engine import SessionState
 from sessiontree.errors import StorageContentError
 from sessiontree.model import ABSENT, MessageEntry
-from sessiontree.storable import check_new_writes
+from sessiontree.storable import check_new_writes, proves_new_entry_and_value
 from sessiontree.values import branch_tip
+from sessiontree.wire.plain import is_plain_message
 from sessiontree.writes import EntryWrite, set_value
+from sessiontree_conformance.strategies import plain_messages
 
 
 class Color(enum.Enum):
@@ -39,7 +42,11 @@ NOT_JSON = {
 
 
 def message(value: Any) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": "x", "meta": [1, {"deep": value}]}], "timestamp": 1}
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "x", "meta": [1, {"deep": value}]}],
+        "timestamp": 1,
+    }
 
 
 @pytest.mark.parametrize("value", NOT_JSON.values(), ids=list(NOT_JSON))
@@ -80,10 +87,53 @@ def test_json_values_and_what_the_exact_check_takes_are_stored(value: Any) -> No
     check_storable(message(value), "message")
     writes = [EntryWrite(MessageEntry(id=f"m{i}", parent_id=None, message=message(value))) for i in range(2)]
     check_new_writes(writes)
-    append = [EntryWrite(MessageEntry(id="a", parent_id=None, message=message(value))), set_value(branch_tip("main"), "a")]
+    append = [
+        EntryWrite(MessageEntry(id="a", parent_id=None, message=message(value))),
+        set_value(branch_tip("main"), "a"),
+    ]
     state.prepare_commit(append, 1)
 
 
 def test_dict_keys_that_are_not_strings_are_looked_at_too() -> None:
     assert not holds_json_types_only([{Color.RED: 1}])
     assert holds_json_types_only([{"a": {"b": [1, 2.5, None, True]}}])
+
+
+@given(message=plain_messages)
+def test_a_plain_message_append_is_proven_by_its_shape(message: dict[str, Any]) -> None:
+    entry = MessageEntry(id="m", parent_id="p", message=message)
+    assert is_plain_message(message)
+    assert proves_new_entry_and_value(entry, "m")
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        {"timestamp": float("nan")},
+        {"isError": float("inf")},
+        {"content": [{"type": "text", "text": uuid.UUID(int=7)}]},
+        {"content": Color.RED},
+        {"role": b"user"},
+    ],
+    ids=["nan timestamp", "infinite flag", "uuid text", "enum content", "bytes role"],
+)
+def test_a_message_outside_the_plain_shape_gets_the_exact_check(member: dict[str, Any]) -> None:
+    # The shape proves only what it holds; anything else falls to the orjson proof, then the exact check.
+    body = {"role": "user", "content": "x", "timestamp": 1, **member}
+    entry = MessageEntry(id="m", parent_id=None, message=body)
+    assert not is_plain_message(body)
+    assert not proves_new_entry_and_value(entry, "m")
+    with pytest.raises(StorageContentError) as caught:
+        SessionState().prepare_commit([EntryWrite(entry), set_value(branch_tip("main"), "m")], 1)
+    assert caught.value.field.startswith("message.")
+
+
+def test_a_plain_message_with_other_members_is_not_proven_by_the_shape() -> None:
+    message = {"role": "user", "content": "x", "timestamp": 1}
+    extras: list[dict[str, Any]] = [{"terminate": uuid.UUID(int=1)}, {"custom_type": Color.RED}]
+    for fields in extras:
+        entry = MessageEntry(id="m", parent_id=None, message=message, **fields)
+        assert not proves_new_entry_and_value(entry, "m")
+        with pytest.raises(StorageContentError):
+            SessionState().prepare_commit([EntryWrite(entry), set_value(branch_tip("main"), "m")], 1)
+    assert not proves_new_entry_and_value(MessageEntry(id="m", parent_id=None, message=message), Color.RED)

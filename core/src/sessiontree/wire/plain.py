@@ -22,7 +22,7 @@ import msgspec
 
 from ..jsjson import MAX_SAFE_INTEGER
 
-__all__ = ["are_plain_message_records", "are_plain_messages"]
+__all__ = ["are_plain_message_records", "are_plain_messages", "is_plain_message"]
 
 
 _SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
@@ -83,7 +83,12 @@ def are_plain_messages(messages: Sequence[Any]) -> bool:
     return _has_shape(messages, _MESSAGES)
 
 
-def _has_shape(values: Sequence[Any], shape: Any) -> bool:
+def is_plain_message(message: Any) -> bool:
+    """:func:`are_plain_messages` for one message (a branch append's)."""
+    return _has_shape(message, _Message)
+
+
+def _has_shape(values: Any, shape: Any) -> bool:
     try:
         msgspec.convert(values, shape)
     except (msgspec.ValidationError, TypeError):
