@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import collections.abc
+import gc
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -33,6 +35,7 @@ from sessiontree.session import (
     StorageBackedSessionMutation,
 )
 from sessiontree.writes import insert_entry, set_value
+from sessiontree_memory.repo import MemorySessionRepo
 from sessiontree_memory.storage import MemoryStorage
 
 T = TypeVar("T")
@@ -298,6 +301,24 @@ def test_mutate_returns_the_callback_value_and_reraises_its_error(session: Stora
     assert not kept[0].active
     assert not session.mutation_line.held
     session.set_value(APP, 2)  # the line is free again
+
+
+def test_an_ended_mutation_keeps_no_closed_session_alive() -> None:
+    # The thread's record of held mutations (for re-entrancy refusals) dropped an ended mutation only at
+    # the thread's next mutation or close: a repository's handle closes without closing its session, so
+    # the last mutation kept its storage, a closed session's whole state, for as long as the thread lived.
+    repo = MemorySessionRepo()
+    opened = repo.create(id="s")
+    opened.mutate(lambda m: m.commit([set_value(APP, 1)]))
+    held = opened.begin_mutation()
+    in_thread(held.end)  # ended on another thread: this thread's record must not keep it either
+    storage = opened.storage
+    opened.close()
+    repo.close()
+    freed = weakref.ref(storage)
+    del storage, opened, held, repo
+    gc.collect()
+    assert freed() is None
 
 
 def test_callback_may_end_early_and_release_the_line(session: StorageBackedSession) -> None:

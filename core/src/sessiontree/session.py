@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import enum
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -171,21 +172,29 @@ def _single_limit(limit: int | float | None) -> int | float:
 # mutations are inactive and ignored, so a mutation ended from another thread leaves no stale marker.
 
 _thread_holdings = threading.local()
+# Each thread's mutations, held weakly: a mutation that ended (or was dropped) must not keep its storage,
+# and so a closed session's whole state, reachable for as long as the thread lives.
 
 
 def _remember_held(mutation: StorageBackedSessionMutation) -> None:
-    held: list[StorageBackedSessionMutation] = getattr(_thread_holdings, "mutations", [])
-    _thread_holdings.mutations = [m for m in held if m.active] + [mutation]
+    held: list[weakref.ref[StorageBackedSessionMutation]] = getattr(_thread_holdings, "mutations", [])
+    _thread_holdings.mutations = [*_still_held(held), weakref.ref(mutation)]
+
+
+def _still_held(
+    held: list[weakref.ref[StorageBackedSessionMutation]],
+) -> list[weakref.ref[StorageBackedSessionMutation]]:
+    return [ref for ref in held if (mutation := ref()) is not None and mutation.active]
 
 
 def _holds_line_on_this_thread(line: MutationLine) -> bool:
-    held: list[StorageBackedSessionMutation] = getattr(_thread_holdings, "mutations", [])
+    held: list[weakref.ref[StorageBackedSessionMutation]] = getattr(_thread_holdings, "mutations", [])
     if not held:
         return False
-    active = [m for m in held if m.active]
+    active = _still_held(held)
     if len(active) != len(held):
         _thread_holdings.mutations = active  # forget ended ones, so later checks take the empty fast path
-    return any(m.line is line for m in active)
+    return any((mutation := ref()) is not None and mutation.line is line for ref in active)
 
 
 # --- the mutation capability ----------------------------------------------------------------------
