@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections.abc
 import gc
-
 import threading
 import time
 import weakref
@@ -12,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
+
 from sessiontree import values
 from sessiontree.context import branch_context
 from sessiontree.errors import (

@@ -12,8 +12,8 @@ raises :class:`~sessiontree.errors.SessionMutationError` instead.
 
 from __future__ import annotations
 
-import functools
 import enum
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,9 +27,9 @@ from .arguments import require_address, require_message, require_optional_str, r
 from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage, SupportsLatestReads
 from .errors import (
+    EntryIdConflictError,
     SessionBranchExistsError,
     SessionClosedError,
-    EntryIdConflictError,
     SessionConflictError,
     SessionInvalidBranchError,
     SessionInvariantError,
