@@ -4,10 +4,11 @@ what the exact encoder writes, and any entry outside the shape sends the batch t
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sessiontree import jsjson
@@ -30,11 +31,21 @@ def _exact(stamped: tuple[Any, ...]) -> list[bytes]:
 
 
 @given(st.lists(st.tuples(short_text, st.one_of(st.none(), short_text), plain_messages), min_size=1, max_size=4))
+@example([("a\ud800", None, {"role": "user", "content": "\udfff", "timestamp": 1})])
 def test_plain_message_entries_are_written_as_the_exact_encoder_writes_them(
     rows: list[tuple[str, str | None, dict[str, Any]]],
 ) -> None:
     stamped = _stamped([MessageEntry(id=i, parent_id=p, message=m) for i, p, m in rows])
-    assert encode_message_chain(stamped) == _exact(stamped)
+    # msgspec cannot write a lone surrogate: such a batch is left to the general encoder.
+    assert encode_message_chain(stamped) == (None if _has_lone_surrogate(rows) else _exact(stamped))
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class _Role(str, enum.Enum):

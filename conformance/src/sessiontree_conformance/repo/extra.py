@@ -48,6 +48,7 @@ from ..builders import (
     SIBLING_ID,
     assistant_message,
     ids,
+    user_entry,
 )
 from ..capabilities import REQUIRED_CAPABILITIES
 from ..harness import race
@@ -291,6 +292,31 @@ class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoOwnersSuit
             reopened_main = reopened.branch("main")
             assert reopened_main is not None and reopened_main.get_tip_id() == appended
             assert current_value(reopened, branch_tip("main")) == appended
+
+    def test_lone_surrogates_in_messages_are_kept_as_they_are(
+        self, backend: Backend, repo: SessionRepo, capabilities: Capabilities
+    ) -> None:
+        """A lone surrogate is text a Python str may hold (``JSON.stringify`` writes it as ``\\udXXX``):
+        a batch of message entries and an append keep it, and so does a reopen where the backend
+        persists. (A batch encoder that cannot write one must fall back, not raise.)"""
+        texts = ["high \ud800 alone", "\udfff low alone", "\ud83d"]
+        session = self.create(repo, id="surrogates")
+        batch = [
+            insert_entry(user_entry(f"lone-{i}", f"lone-{i - 1}" if i else None, text))
+            for i, text in enumerate(texts[:2])
+        ]
+        session.mutate(lambda mutation: mutation.commit(batch))
+        main = session.create_branch("main", "lone-1")
+        main.append_message({"role": "user", "content": texts[2], "timestamp": 1})
+        entries = session.find_entries(order="asc")
+        assert [entry.message for entry in entries[:2]] == [write.entry.message for write in batch]
+        assert entries[2].message["content"] == texts[2]
+        session.close()
+        if not capabilities.supports_persistence:
+            return
+        repo.close()
+        with self._open_in_another_repository(backend, "surrogates") as reopened:
+            assert reopened.find_entries(order="asc") == entries
 
     def test_two_repositories_commit_to_one_session_in_turn(
         self, backend: Backend, repo: SessionRepo

@@ -7,7 +7,8 @@ session's ``[entry, value set]`` lines straight into them (:mod:`sessiontree_jso
 field at a time from the entries and msgspec encodes each, with no wire dict per entry (a JSONL seed
 of 10k entries: 479 -> 427 M instructions, callgrind). For a plain message (:mod:`sessiontree.wire.plain`: text, safe
 integers and booleans under known names) msgspec writes what ``JSON.stringify`` writes, as orjson does:
-they differ only on floats and lone surrogates, which the plain shape rules out.
+they differ only on floats, which the plain shape rules out, and lone surrogates, which msgspec refuses
+to write (such a batch is left to the general encoder).
 """
 
 from __future__ import annotations
@@ -95,7 +96,10 @@ def encode_message_chain(stamped: Sequence[Write]) -> list[bytes] | None:
     if not are_plain_messages(messages):
         return None
     records = map(MessageRecord, ids, parents, types, messages, seqs, itertools.repeat(timestamp))
-    return list(map(encode_record, records))
+    try:
+        return list(map(encode_record, records))
+    except UnicodeEncodeError:
+        return None  # a lone surrogate, which msgspec cannot write (JSON.stringify escapes it: \udXXX)
 
 
 def _is_safe(value: object) -> bool:
