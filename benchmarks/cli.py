@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print(arguments, *saved)
         return 0
     try:
-        backends = select_backends(discover_backends(), arguments.backends)
+        backends = select_backends(discover_backends(names=arguments.backends), arguments.backends)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = None if arguments.backends is None else arguments.backends.split(",")
     rows = [
         measure_divergence(backend, int(size), arguments.reps)
-        for backend in select_backends(discover_backends(), names)
+        for backend in select_backends(discover_backends(names=names), names)
         for size in arguments.sizes.split(",")
     ]
     print(results_table(rows))

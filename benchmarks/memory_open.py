@@ -107,7 +107,7 @@ def _peak_rss_bytes() -> int:
 
 
 def _open_in_this_process(backend_name: str, directory: Path) -> dict[str, float]:
-    (backend,) = select_backends(discover_backends(), [backend_name])
+    (backend,) = select_backends(discover_backends(names=[backend_name]), [backend_name])
     repo = backend.open_repo(directory)
     (metadata,) = repo.list()
     gc.collect()

@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=12, help="rows per table (default 12)")
     arguments = parser.parse_args(argv)
     try:
-        (backend,) = select_backends(discover_backends(), [arguments.backend])
+        (backend,) = select_backends(discover_backends(names=[arguments.backend]), [arguments.backend])
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -155,6 +155,17 @@ def test_memory_is_discovered_through_the_registry() -> None:
         select_backends(discover_backends(), ["no-such-backend"])
 
 
+def test_backends_not_asked_for_are_neither_probed_nor_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Probing a server backend imports its driver (psycopg, asyncio): ~19k objects that every full
+    # collection in the measured backends' timings would walk.
+    probed: list[str] = []
+    monkeypatch.setattr("benchmarks.backends.reachable", lambda name: probed.append(name) or False)
+    assert [backend.name for backend in discover_backends(names=["memory"])] == ["memory"]
+    assert probed == []
+    with pytest.raises(ValueError, match="'no-such-backend' is not installed; installed: .*memory"):
+        discover_backends(names=["memory", "no-such-backend"])
+
+
 @pytest.mark.skipif("jsonl" not in INSTALLED, reason="the jsonl backend is not installed")
 def test_fresh_process_open_reports_time_and_rss(tmp_path: Path) -> None:
     (backend,) = select_backends(discover_backends(), ["jsonl"])
