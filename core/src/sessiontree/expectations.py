@@ -82,6 +82,8 @@ class Expectations:
 def json_equal(left: object, right: object) -> bool:
     """Equality of two JSON values as JSON sees them: ``true`` is not ``1``, ``1`` is ``1.0``, object
     key order does not matter. Iterative, so any nesting depth compares."""
+    if left is right:
+        return True  # the usual expectation: the very value a caller read (a branch tip's id)
     pending = [(left, right)]
     while pending:
         a, b = pending.pop()
