@@ -9,7 +9,7 @@ import attrs
 
 from sessiontree import values
 from sessiontree.model import MessageEntry
-from sessiontree.writes import Write, insert_entry, set_value
+from sessiontree.writes import EntryWrite, Write, set_value
 
 __all__ = [
     "CATALOG_DATASETS",
@@ -106,8 +106,8 @@ def seed_transactions(dataset: LinearDataset) -> Iterator[list[Write]]:
     payload size.
 
     A batch is built by two comprehensions rather than a helper call per entry: the same objects, built
-    inside the timer as pi builds them, without the three Python calls an entry that V8 inlines away
-    (the 10k dataset: 120 -> 101 M instructions)."""
+    inside the timer as pi builds them, without the Python calls an entry (``createEntry``, the id's
+    formatting, ``insertEntry``) that V8 inlines away (the 10k dataset: 120 -> 101 M instructions)."""
     parent_id = None
     size = dataset.payload_bytes
     for start in range(0, dataset.entry_count, SEED_BATCH_SIZE):
@@ -118,7 +118,7 @@ def seed_transactions(dataset: LinearDataset) -> Iterator[list[Write]]:
         parents = [parent_id, *ids[:-1]]
         parent_id = ids[-1]
         yield [
-            insert_entry(
+            EntryWrite(  # what insert_entry returns, without its Python call
                 MessageEntry(
                     id=identifier,
                     parent_id=parent,

@@ -226,7 +226,8 @@ def _payload_columns(entries: list[Any]) -> list[Any] | None:
     columns = {}
     for name in _PAYLOAD_NAMES[type(entries[0])]:
         column = list(map(operator.attrgetter(name), entries))
-        if column.count(ABSENT) != len(column):
+        # A field the first entry has is kept at once (count's comparisons cost ~20 ns a value).
+        if column[0] is not ABSENT or column.count(ABSENT) != len(column):
             columns[name] = column
     if _are_plain_messages(columns):
         return []  # proven already: nothing left for orjson and the census

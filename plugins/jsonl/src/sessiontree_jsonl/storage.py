@@ -629,7 +629,9 @@ def _joined(parts: Sequence[bytes]) -> tuple[bytes, list[tuple[int, int]]]:
     lengths = list(map(len, parts))
     # Each part starts one past the comma (or the bracket) after the one before.
     offsets = itertools.accumulate(map(_ONE_MORE, lengths[:-1]), initial=1)
-    return b"[" + b",".join(parts) + b"]\n", list(zip(offsets, lengths, strict=True))
+    # One copy of the line: the brackets go on the first and last parts, not around the joined text.
+    framed = [b"[" + parts[0], *parts[1:-1], parts[-1] + b"]\n"]
+    return b",".join(framed), list(zip(offsets, lengths, strict=True))
 
 
 _ONE_MORE = (1).__add__
