@@ -170,10 +170,10 @@ def _single_limit(limit: int | float | None) -> int | float:
 # --- re-entrancy detection ------------------------------------------------------------------------
 # Every mutation granted through the blocking API is remembered by the thread that received it. Ended
 # mutations are inactive and ignored, so a mutation ended from another thread leaves no stale marker.
+# They are held weakly: an ended (or dropped) mutation must not keep its storage, and so a closed
+# session's whole state, reachable for as long as the thread lives.
 
 _thread_holdings = threading.local()
-# Each thread's mutations, held weakly: a mutation that ended (or was dropped) must not keep its storage,
-# and so a closed session's whole state, reachable for as long as the thread lives.
 
 
 def _remember_held(mutation: StorageBackedSessionMutation) -> None:
