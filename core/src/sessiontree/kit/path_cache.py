@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from ..engine.records import structure_of
 from ..model import Entry, EntryStructure
 from ..queries import BranchScan, is_plain_walk, select_along
 
@@ -74,7 +75,7 @@ class PathCache:
     def remember_entries(self, newest_first: list[Entry]) -> None:
         """:meth:`remember` for the entries (committed) of a walked path, without their payloads."""
         if newest_first and newest_first[-1].parent_id is None and len(newest_first) <= self.capacity:
-            self.remember(list(map(_structure_of, newest_first)))
+            self.remember(list(map(structure_of, newest_first)))
 
     def extend(self, committed: Iterable[Entry]) -> None:
         """Add committed entries (stamped, in seq order) that continue the kept path from its newest
@@ -88,24 +89,12 @@ class PathCache:
                     self._path, self._places = [], {}
                     return
                 places[entry.id] = len(path)
-                path.append(_structure_of(entry))
+                path.append(structure_of(entry))
 
     def clear(self) -> None:
         """Forget the kept path."""
         with self._lock:
             self._path, self._places = [], {}
-
-
-def _structure_of(entry: Entry) -> EntryStructure:
-    """A committed entry without its payload."""
-    return EntryStructure(
-        id=entry.id,
-        parent_id=entry.parent_id,
-        seq=entry.seq,  # type: ignore[arg-type]  # committed: stamped
-        timestamp=entry.timestamp,  # type: ignore[arg-type]
-        type=entry.type,
-        custom_type=entry.custom_type,
-    )
 
 
 def select_on_path(path: list[EntryStructure], query: BranchScan, limit: int | None) -> list[EntryStructure]:
