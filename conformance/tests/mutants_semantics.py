@@ -19,7 +19,7 @@ from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, S
 from sessiontree.owners import OwnedRepo, Owner, owner_of
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from sessiontree.values import branch_tip, value
-from sessiontree.writes import EntryWrite, ValueSet, Write
+from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from sessiontree_memory import MemoryBackend, MemorySessionRepo, MemoryStorage
 
 __all__ = ["MUTANTS", "Mutant", "MutantBackend"]
@@ -138,6 +138,45 @@ class Utf16KeyOrderStorage(MemoryStorage):
     def scan_values(self, prefix: Address) -> list[StoredValue]:
         found = super().scan_values(prefix)
         return sorted(found, key=lambda stored: stored.address.key.encode("utf-16-be", "surrogatepass"))
+
+
+def _to_utf8(text: Any) -> Any:
+    """``text`` as UTF-8 text with replacement characters would hold it (node:sqlite binds JS strings so)."""
+    return text.encode("utf-8", "replace").decode() if type(text) is str else text
+
+
+def _replaced_identifiers(write: Write) -> Write:
+    if isinstance(write, EntryWrite):
+        entry = write.entry
+        changes = {"id": _to_utf8(entry.id), "parent_id": _to_utf8(entry.parent_id)}
+        if isinstance(getattr(entry, "custom_type", None), str):
+            changes["custom_type"] = _to_utf8(entry.custom_type)
+        return EntryWrite(replace(entry, **changes))
+    if isinstance(write, UsageWrite):
+        return UsageWrite(replace(write.row, id=_to_utf8(write.row.id)))
+    if isinstance(write, (ValueSet, ValueDelete, ListAppend, ListDelete)):
+        return replace(write, namespace=_to_utf8(write.namespace), key=_to_utf8(write.key))
+    return write
+
+
+class ReplacingSurrogatesStorage(MemoryStorage):
+    """Identifiers (ids, custom types, address parts) stored as UTF-8 text columns with replacement: a
+    lone surrogate silently becomes U+FFFD."""
+
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> Any:
+        return super().commit([_replaced_identifiers(write) for write in writes], **preconditions)
+
+
+class RawEncodeErrorStorage(MemoryStorage):
+    """A commit holding an identifier with a lone surrogate raises the bare ``UnicodeEncodeError`` of a
+    UTF-8 text column (nothing stored) instead of a ``StorageContentError`` naming the field."""
+
+    def commit(self, writes: Sequence[Write], **preconditions: Any) -> Any:
+        writes = list(writes)
+        for write in writes:
+            if _replaced_identifiers(write) != write:
+                raise UnicodeEncodeError("utf-8", str(write), 0, 1, "surrogates not allowed")
+        return super().commit(writes, **preconditions)
 
 
 class PrefixExcludesEqualKeyStorage(MemoryStorage):
@@ -474,6 +513,16 @@ MUTANTS: dict[str, Mutant] = {
             SeqOrderedLookupStorage,
             "test_get_entries_keeps_first_occurrence_order_and_skips_duplicates_and_unknown_ids",
             STORAGE_MACHINE,
+        ),
+        _storage(
+            "lone_surrogates_replaced",
+            ReplacingSurrogatesStorage,
+            "test_identifier_with_a_lone_surrogate_is_kept_exactly_or_refused_whole",
+        ),
+        _storage(
+            "lone_surrogates_raise_unicode_error",
+            RawEncodeErrorStorage,
+            "test_identifier_with_a_lone_surrogate_is_kept_exactly_or_refused_whole",
         ),
         _storage(
             "utf16_key_order",

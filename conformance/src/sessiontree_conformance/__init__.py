@@ -48,6 +48,7 @@ from .storage import (
     StorageBranchQueriesSuite,
     StorageEntryQueriesSuite,
     StorageExtraSuite,
+    StorageIdentifierTextSuite,
     StorageLifecycleSuite,
     StorageListsSuite,
     StoragePiSuite,
@@ -83,6 +84,7 @@ __all__ = [
     "StorageDecorator",
     "StorageEntryQueriesSuite",
     "StorageExtraSuite",
+    "StorageIdentifierTextSuite",
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",
@@ -99,7 +101,12 @@ __all__ = [
 
 
 class StorageSuite(
-    StoragePiSuite, StorageSemanticsSuite, StorageExtraSuite, StorageRetrySuite, StorageStateMachineSuite
+    StoragePiSuite,
+    StorageSemanticsSuite,
+    StorageExtraSuite,
+    StorageIdentifierTextSuite,
+    StorageRetrySuite,
+    StorageStateMachineSuite,
 ):
     """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite`,
-    :class:`StorageRetrySuite` and the reference-model state machine."""
+    :class:`StorageIdentifierTextSuite`, :class:`StorageRetrySuite` and the reference-model state machine."""

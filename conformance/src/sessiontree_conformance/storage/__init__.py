@@ -10,6 +10,7 @@ from __future__ import annotations
 from .branch_queries import StorageBranchQueriesSuite, StorageBranchQuerySemanticsSuite
 from .entry_queries import StorageEntryQueriesSuite, StorageEntryQuerySemanticsSuite
 from .extras import StorageExtraSuite
+from .identifiers import StorageIdentifierTextSuite
 from .lifecycle import StorageLifecycleSuite
 from .lists import StorageListSemanticsSuite, StorageListsSuite
 from .retries import StorageRetrySuite
@@ -26,6 +27,7 @@ __all__ = [
     "StorageEntryQueriesSuite",
     "StorageEntryQuerySemanticsSuite",
     "StorageExtraSuite",
+    "StorageIdentifierTextSuite",
     "StorageLifecycleSuite",
     "StorageListSemanticsSuite",
     "StorageListsSuite",

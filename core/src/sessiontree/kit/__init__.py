@@ -18,6 +18,8 @@ applying them; a replay of stored writes calls :func:`validate_committed`. See
 * :class:`PathCache` keeps the newest root path such a backend walked: a later scan from an entry on
   it, and a branch append's extension of it, need no walk; :func:`select_on_path` answers a branch
   scan from such a path (:mod:`sessiontree.kit.path_cache`).
+* :func:`unencodable_identifier` names the id or address part of a commit that a UTF-8 text column
+  cannot hold (a lone surrogate), and :func:`is_utf8_text` tests one (:mod:`sessiontree.kit.utf8_text`).
 * :func:`collector_paused` wraps a bulk decode (many rows or lines at once) so the cycle collector
   does not walk the containers it builds (:mod:`sessiontree.collector`).
 """
@@ -30,6 +32,7 @@ from ..collector import collector_paused
 from .entry_cache import EntryCache
 from .path_cache import PathCache, PathGoneError, select_on_path
 from .queued_storage import QueuedStorage, wall_clock_ms
+from .utf8_text import is_utf8_text, unencodable_identifier, unencodable_text_error
 from .validation import (
     CommitReader,
     EntryChain,
@@ -58,9 +61,12 @@ __all__ = [
     "SessionHandle",
     "StateStorage",
     "collector_paused",
+    "is_utf8_text",
     "prepare_commit",
     "proves_entry_chain",
     "select_on_path",
+    "unencodable_identifier",
+    "unencodable_text_error",
     "validate_committed",
     "wall_clock_ms",
 ]

@@ -14,6 +14,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence, Set
 from typing import Any
 
+import msgspec
+
 from sessiontree import jsjson
 from sessiontree.dump import DumpInventory
 from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
@@ -26,8 +28,10 @@ from sessiontree.kit import (
     PreparedCommit,
     QueuedStorage,
     collector_paused,
+    is_utf8_text,
     prepare_commit,
     select_on_path,
+    unencodable_identifier,
 )
 from sessiontree.model import (
     ABSENT,
@@ -64,6 +68,9 @@ from .sql import add_filter
 __all__ = ["SqlReader", "SqliteStorage", "slot_key"]
 
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
+
+TEXT_COLUMNS = "SQLite's text columns"
+"""What cannot hold a lone surrogate (the refusal's wording; see :mod:`sessiontree.kit.utf8_text`)."""
 
 
 def slot_key(key: object) -> str:
@@ -135,6 +142,8 @@ class SqlReader:
         return False
 
     def get_value(self, address: Address) -> StoredValue | None:
+        if not (is_utf8_text(address.namespace) and is_utf8_text(address.key)):
+            return None  # no stored address holds a lone surrogate
         row = self.connection.execute(
             "SELECT seq, value FROM scalar_values WHERE session_id = ? AND namespace = ? AND key = ?",
             (self.session_id, address.namespace, address.key),
@@ -291,6 +300,12 @@ class SqliteStorage(QueuedStorage):
             except sqlite3.Error as error:
                 rollback(connection)
                 raise StorageIOError(f"Failed to commit to {self.path}: {error}") from error
+            except UnicodeEncodeError as error:
+                rollback(connection)
+                refusal = unencodable_identifier(writes, TEXT_COLUMNS)
+                if refusal is None:
+                    raise
+                raise refusal from error
             except BaseException:
                 rollback(connection)
                 raise
@@ -343,7 +358,7 @@ class SqliteStorage(QueuedStorage):
             return self.connection.execute(sql, args).fetchall()
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        wanted = list(dict.fromkeys(i for i in ids if type(i) is str))
+        wanted = list(dict.fromkeys(i for i in ids if type(i) is str and is_utf8_text(i)))
         found: dict[str, Entry] = {}
         self._queue.check_open()
         with self._lock:
@@ -364,6 +379,9 @@ class SqliteStorage(QueuedStorage):
             return SqlReaderLite(self.connection, self.session_id).get_value(address)
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
+        if not (is_utf8_text(prefix.namespace) and is_utf8_text(prefix.key)):
+            self._queue.check_open()
+            return []  # no stored key starts with a lone surrogate
         sql = "SELECT key, seq, value FROM scalar_values WHERE session_id = ? AND namespace = ? AND key >= ?"
         args: list[Any] = [self.session_id, prefix.namespace, prefix.key]
         upper = next_prefix_boundary(prefix.key)
@@ -384,6 +402,9 @@ class SqliteStorage(QueuedStorage):
         if limit is None or limit <= 0:
             raise InvalidQueryError("List read limit must be a positive safe integer")
         limit = min(limit, LIST_READ_MAX_LIMIT)
+        if not (is_utf8_text(address.namespace) and is_utf8_text(address.key)):
+            self._queue.check_open()
+            return []  # no stored address holds a lone surrogate
         ascending = options.order == "asc"
         sql = "SELECT seq, value FROM list_values WHERE session_id = ? AND namespace = ? AND key = ?"
         args: list[Any] = [self.session_id, address.namespace, address.key]
@@ -416,6 +437,10 @@ class SqliteStorage(QueuedStorage):
             )
 
     def scan_branch(self, query: BranchScan) -> list[Entry]:
+        query = _storable_scan(query)
+        if query is None:
+            self._queue.check_open()
+            return []
         path = self._paths.confirmed_path(query.start, self._stored_seq)
         with collector_paused():  # the rows and their decoded payloads: many acyclic containers
             if path is not None:
@@ -436,6 +461,10 @@ class SqliteStorage(QueuedStorage):
             return entries
 
     def scan_branch_structure(self, query: BranchScan) -> list[EntryStructure]:
+        query = _storable_scan(query)
+        if query is None:
+            self._queue.check_open()
+            return []
         path = self._paths.confirmed_path(query.start, self._stored_seq)
         if path is not None:
             return select_on_path(path, query, _slice_limit(query.limit))
@@ -469,7 +498,8 @@ class SqliteStorage(QueuedStorage):
     def scan_entries(self, query: EntryScan | None = None) -> list[Entry]:
         query = query or EntryScan()
         limit = _slice_limit(query.limit)
-        if limit == 0:
+        if limit == 0 or _names_unstorable(query.type, query.custom_type):
+            self._queue.check_open()
             return []
         sql = [f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?"]
         args: list[Any] = [self.session_id]
@@ -517,6 +547,25 @@ class SqlReaderLite:
 
 
 _NO_ROW = (None,)
+
+
+def _names_unstorable(*texts: str | None) -> bool:
+    """Whether one of ``texts`` holds a lone surrogate, so that no stored row matches it."""
+    return any(type(text) is str and not is_utf8_text(text) for text in texts)
+
+
+def _storable_scan(query: BranchScan) -> BranchScan | None:
+    """``query`` as SQL can bind it: ``None`` when its start or a filter holds a lone surrogate (no row
+    matches), and a stop holding one dropped (it stops nothing)."""
+    if not _names_unstorable(query.start, query.stop_at_id, query.stop_at_type, query.type, query.custom_type):
+        return query
+    if _names_unstorable(query.start, query.type, query.custom_type):
+        return None
+    return msgspec.structs.replace(
+        query,
+        stop_at_id=None if _names_unstorable(query.stop_at_id) else query.stop_at_id,
+        stop_at_type=None if _names_unstorable(query.stop_at_type) else query.stop_at_type,
+    )
 
 
 def _reads_unfiltered(query: BranchScan) -> bool:
