@@ -19,7 +19,16 @@ from sessiontree.queries import BranchScan, EntryScan
 from sessiontree.values import list_, value
 from sessiontree.writes import Write, append_list, insert_entry, insert_usage, set_value
 
-from ..builders import custom_entry, ids, list_address, usage, usage_row, user_entry, value_address, value_prefix
+from ..builders import (
+    custom_entry,
+    ids,
+    list_address,
+    usage,
+    usage_row,
+    user_entry,
+    value_address,
+    value_prefix,
+)
 from ..fixtures import BaseConformanceFixtures
 from ._support import ALL_ENTRIES, ALL_USAGE
 
@@ -58,7 +67,7 @@ class StorageIdentifierTextSuite(BaseConformanceFixtures):
         exactly, or raises ``StorageContentError`` naming the field with nothing of it stored and no
         seq used; reads naming the identifier never raise either way."""
         storage.commit([insert_entry(user_entry("root")), set_value(value_address("kept"), "original")])
-        before = (storage.scan_entries(ALL_ENTRIES), storage.scan_values(value_prefix()), storage.get_stats())
+        before = self._contents(storage)
         next_seq = storage.commit([]).first_seq
         writes: list[Write] = [
             insert_entry(custom_entry("transient", "root")),
@@ -69,8 +78,7 @@ class StorageIdentifierTextSuite(BaseConformanceFixtures):
             result = storage.commit(writes)
         except StorageContentError as refused:
             assert refused.field in _FIELDS, f"the refusal names {refused.field!r}, not an identifier field"
-            after = (storage.scan_entries(ALL_ENTRIES), storage.scan_values(value_prefix()), storage.get_stats())
-            assert after == before, "a refused commit stored part of its writes"
+            assert self._contents(storage) == before, "a refused commit stored part of its writes"
             assert storage.scan_usage(ALL_USAGE) == []
             self._assert_reads_find_nothing(storage)
             probe = storage.commit([set_value(value_address("probe"), 1)])
@@ -78,6 +86,9 @@ class StorageIdentifierTextSuite(BaseConformanceFixtures):
             return
         assert result.seqs == tuple(range(next_seq, next_seq + len(writes)))
         self._assert_read_back(storage, kind)
+
+    def _contents(self, storage: Storage) -> tuple[object, ...]:
+        return storage.scan_entries(ALL_ENTRIES), storage.scan_values(value_prefix()), storage.get_stats()
 
     def _assert_read_back(self, storage: Storage, kind: str) -> None:
         if kind == "entry id and parent id":

@@ -557,7 +557,8 @@ def _names_unstorable(*texts: str | None) -> bool:
 def _storable_scan(query: BranchScan) -> BranchScan | None:
     """``query`` as SQL can bind it: ``None`` when its start or a filter holds a lone surrogate (no row
     matches), and a stop holding one dropped (it stops nothing)."""
-    if not _names_unstorable(query.start, query.stop_at_id, query.stop_at_type, query.type, query.custom_type):
+    stops = (query.stop_at_id, query.stop_at_type)
+    if not _names_unstorable(query.start, *stops, query.type, query.custom_type):
         return query
     if _names_unstorable(query.start, query.type, query.custom_type):
         return None
