@@ -98,6 +98,23 @@ def test_directory_and_file_names_are_pis() -> None:
         encode_uri_component("lone \ud800")
 
 
+def test_a_cwd_with_a_lone_surrogate_names_its_directory_as_node_does(
+    repo: JsonlSessionRepo, tmp_path: Path
+) -> None:
+    """Node turns a path string into UTF-8 with a lone surrogate as U+FFFD (checked with node 20:
+    ``mkdirSync("--tmp-x\\ud800--")`` makes ``--tmp-x\xef\xbf\xbd--``); the header keeps the cwd exactly,
+    written as ``JSON.stringify`` writes it."""
+    assert session_directory_name("/tmp/x\ud800/\ud83d\ude00") == "--tmp-x\ufffd-\U0001f600--"
+    session = repo.create(id="s", cwd="/tmp/x\udfff")
+    assert session.metadata.cwd == "/tmp/x\udfff"
+    session.close()
+    [directory] = (tmp_path / "sessions").iterdir()
+    assert os.fsencode(directory.name) == b"--tmp-x\xef\xbf\xbd--"
+    [file] = directory.iterdir()
+    assert b'"cwd":"/tmp/x\\udfff"' in file.read_bytes()
+    assert [m.cwd for m in repo.list(cwd="/tmp/x\udfff")] == ["/tmp/x\udfff"]
+
+
 # --- create --------------------------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ from sessiontree.errors import (
     SessionExistsError,
     SessionNotFoundError,
     SessionOpenError,
+    StorageValidationError,
 )
 from sessiontree.model import Entry, ListElement, SessionStats, StoredValue
 from sessiontree.values import branch_tip, lane_config, lane_state, session_name, value
@@ -317,6 +318,43 @@ class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoOwnersSuit
         repo.close()
         with self._open_in_another_repository(backend, "surrogates") as reopened:
             assert reopened.find_entries(order="asc") == entries
+
+    @pytest.mark.parametrize("field", ["id", "cwd", "parent_session_id"])
+    def test_session_text_with_a_lone_surrogate_is_kept_exactly_or_refused(
+        self, backend: Backend, repo: SessionRepo, capabilities: Capabilities, field: str
+    ) -> None:
+        """A create whose id, cwd or parent id holds a lone surrogate gives metadata holding it exactly
+        (listed so, and after a reopen where the backend persists; a backend that keeps no cwd gives
+        none), or raises a ``StorageValidationError`` and creates nothing. Opening an id no session can
+        have is refused like any unknown id."""
+        text = "lone-\ud800-high"
+        options: dict[str, Any] = {"id": "surrogate-holder"}
+        if field == "cwd":
+            base = str(self._create_options.get("cwd", "/work"))
+            text = base.rstrip("/") + "/" + text
+        options[field] = text
+        try:
+            session = self.create(repo, **options)
+        except StorageValidationError:
+            assert listed_ids(repo) == [], "a refused create left a session behind"
+            with pytest.raises(SessionNotFoundError):
+                repo.open(text if field == "id" else "surrogate-holder")
+            self.create(repo, id="after").close()
+            assert listed_ids(repo) == ["after"]
+            return
+        created = session.metadata
+        session.close()
+        stored = getattr(created, field)
+        assert stored == text or (field == "cwd" and stored is None), f"created {field}: {stored!r}"
+        [listed] = repo.list()
+        assert getattr(listed, field) == stored
+        with pytest.raises(SessionNotFoundError):
+            repo.open("lone-\udfff")
+        if not capabilities.supports_persistence:
+            return
+        repo.close()
+        with self._open_in_another_repository(backend, created.id) as reopened:
+            assert getattr(reopened.metadata, field) == stored
 
     def test_two_repositories_commit_to_one_session_in_turn(
         self, backend: Backend, repo: SessionRepo

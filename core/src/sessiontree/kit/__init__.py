@@ -19,7 +19,8 @@ applying them; a replay of stored writes calls :func:`validate_committed`. See
   it, and a branch append's extension of it, need no walk; :func:`select_on_path` answers a branch
   scan from such a path (:mod:`sessiontree.kit.path_cache`).
 * :func:`unencodable_identifier` names the id or address part of a commit that a UTF-8 text column
-  cannot hold (a lone surrogate), and :func:`is_utf8_text` tests one (:mod:`sessiontree.kit.utf8_text`).
+  cannot hold (a lone surrogate), :func:`require_utf8_text` refuses a session's id or cwd that holds one,
+  and :func:`is_utf8_text` tests one (:mod:`sessiontree.kit.utf8_text`).
 * :func:`collector_paused` wraps a bulk decode (many rows or lines at once) so the cycle collector
   does not walk the containers it builds (:mod:`sessiontree.collector`).
 """
@@ -32,7 +33,7 @@ from ..collector import collector_paused
 from .entry_cache import EntryCache
 from .path_cache import PathCache, PathGoneError, select_on_path
 from .queued_storage import QueuedStorage, wall_clock_ms
-from .utf8_text import is_utf8_text, unencodable_identifier, unencodable_text_error
+from .utf8_text import is_utf8_text, require_utf8_text, unencodable_identifier, unencodable_text_error
 from .validation import (
     CommitReader,
     EntryChain,
@@ -64,6 +65,7 @@ __all__ = [
     "is_utf8_text",
     "prepare_commit",
     "proves_entry_chain",
+    "require_utf8_text",
     "select_on_path",
     "unencodable_identifier",
     "unencodable_text_error",

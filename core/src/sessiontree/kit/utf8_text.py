@@ -3,7 +3,8 @@
 JSON writes a lone surrogate as ``\\udXXX`` (pi's JSONL does), so payloads and JSONL files keep one; a
 backend that stores an id, a custom type or an address part in a UTF-8 text column (SQLite) cannot. It
 refuses such a commit with :func:`unencodable_identifier`'s error, and answers a read that names such an
-identifier as it answers any identifier that is not stored (:func:`is_utf8_text`).
+identifier as it answers any identifier that is not stored (:func:`is_utf8_text`). A repository refuses
+such a session id, cwd or parent id the same way (:func:`require_utf8_text`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from ..errors import StorageContentError
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
-__all__ = ["is_utf8_text", "unencodable_identifier", "unencodable_text_error"]
+__all__ = ["is_utf8_text", "require_utf8_text", "unencodable_identifier", "unencodable_text_error"]
 
 _ADDRESS_WRITES = (ValueSet, ValueDelete, ListAppend, ListDelete)
 
@@ -36,6 +37,13 @@ def unencodable_text_error(field: str, text: str, holder: str) -> StorageContent
     return StorageContentError(
         field, f"is {text!r:.80}, with a lone surrogate (U+{ord(surrogate):04X}) that {holder} cannot hold"
     )
+
+
+def require_utf8_text(text: object, field: str, holder: str) -> None:
+    """Refuse (:func:`unencodable_text_error`) a ``str`` holding a lone surrogate, e.g. a session id
+    a repository would store in a text column; anything else passes."""
+    if type(text) is str and not is_utf8_text(text):
+        raise unencodable_text_error(field, text, holder)
 
 
 def unencodable_identifier(writes: Iterable[Write], holder: str) -> StorageContentError | None:

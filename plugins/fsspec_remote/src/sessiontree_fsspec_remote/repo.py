@@ -16,7 +16,7 @@ from sessiontree.arguments import check_create_arguments
 from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions, Storage
 from sessiontree.errors import SessionExistsError, SessionNotFoundError, SessionOpenError
-from sessiontree.kit import KitSessionRepo, SessionHandle
+from sessiontree.kit import KitSessionRepo, SessionHandle, is_utf8_text, require_utf8_text
 from sessiontree.model import SessionMetadata
 from sessiontree.owners import OWNER_KEY, Owner
 from sessiontree_jsonl.header import JsonlHeader
@@ -72,6 +72,7 @@ class ObjstoreSessionRepo(KitSessionRepo):
         )
 
     def _create_storage(self, header: JsonlHeader, state: Any = None) -> ObjstoreStorage:
+        require_utf8_text(header.id, "id", "object store keys")  # the id names the session's keys
         try:
             return ObjstoreStorage.create(self.store, header, state=state, now=self.now, policy=self.policy)
         except FileExistsError:
@@ -178,5 +179,11 @@ class ObjstoreSessionRepo(KitSessionRepo):
 
 
 def _invalid_id(session_id: object) -> bool:
-    return not isinstance(session_id, str) or not session_id or "/" in session_id or session_id in (".", "..")
+    return (
+        not isinstance(session_id, str)
+        or not session_id
+        or "/" in session_id
+        or session_id in (".", "..")
+        or not is_utf8_text(session_id)
+    )
 

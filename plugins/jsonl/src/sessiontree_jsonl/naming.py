@@ -19,6 +19,7 @@ __all__ = [
     "session_directory_name",
     "session_file_name",
     "session_file_suffix",
+    "well_formed",
 ]
 
 SESSION_FILE_EXTENSION = ".jsonl"
@@ -34,9 +35,17 @@ _MS_PER_DAY = 86_400_000
 def session_directory_name(cwd: str) -> str:
     """``--`` + cwd without one leading ``/`` or ``\\``, every ``/``, ``\\`` and ``:`` turned into ``-``, + ``--``.
 
-    Lossy on purpose (pi's CLI uses the same rule): ``/a/b`` and ``/a-b`` share ``--a-b--``.
+    Lossy on purpose (pi's CLI uses the same rule): ``/a/b`` and ``/a-b`` share ``--a-b--``. A lone
+    surrogate becomes U+FFFD, as Node does when it turns a path string into UTF-8.
     """
-    return "--" + _SEPARATORS.sub("-", _LEADING_SEPARATOR.sub("", cwd, count=1)) + "--"
+    return "--" + _SEPARATORS.sub("-", _LEADING_SEPARATOR.sub("", well_formed(cwd), count=1)) + "--"
+
+
+def well_formed(text: str) -> str:
+    """JS ``String.prototype.toWellFormed``: a surrogate pair joined, a lone surrogate replaced by U+FFFD."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def encode_uri_component(text: str) -> str:

@@ -24,7 +24,7 @@ from sessiontree.contracts import ForkOptions
 from sessiontree.engine import SessionState
 from sessiontree.errors import SessionExistsError, SessionOpenError, StorageClosedError
 from sessiontree.ids import uuidv7
-from sessiontree.kit import wall_clock_ms
+from sessiontree.kit import is_utf8_text, require_utf8_text, wall_clock_ms
 from sessiontree.model import SessionMetadata, SessionStats
 from sessiontree.owners import OWNER_KEY, Owner, not_found, owner_extra, owner_of
 from sessiontree.session import StorageBackedSession
@@ -39,6 +39,10 @@ from .storage import PostgresStorage, SessionKey, insert_writes
 __all__ = ["PostgresSessionRepo"]
 
 UNOWNED = ("", "")
+
+TEXT_COLUMNS = "PostgreSQL's text columns"
+"""What cannot hold a lone surrogate in a session id or cwd (entry ids and addresses are stored as
+bytes, which can; see :mod:`sessiontree.kit.utf8_text`)."""
 """The owner columns of a session created without an owner."""
 
 
@@ -143,8 +147,8 @@ class PostgresSessionRepo:
     # --- lookups ---------------------------------------------------------------------------------
 
     def _find(self, session_id: str) -> list[SessionMetadata]:
-        if type(session_id) is not str:
-            return []
+        if type(session_id) is not str or not is_utf8_text(session_id):
+            return []  # no stored session id holds a lone surrogate
         if self.owner is None:
             rows = self.db.fetch("any_find", {"sid": session_id})
         else:
@@ -193,6 +197,9 @@ class PostgresSessionRepo:
         kept in its metadata, as a JSONL header keeps it."""
         self._assert_open()
         check_create_arguments(id=id, cwd=cwd, parent_session_id=parent_session_id)
+        require_utf8_text(id, "id", TEXT_COLUMNS)
+        require_utf8_text(cwd, "cwd", TEXT_COLUMNS)
+        require_utf8_text(parent_session_id, "parentSessionId", TEXT_COLUMNS)
         created_at = self.now()
         session_id = id if id is not None else uuidv7(created_at)
         tenant, user = _owner_columns(self.owner)
@@ -274,6 +281,7 @@ class PostgresSessionRepo:
         stored = self._resolve(source)
         owner = owner_of(stored)
         tenant, user = _owner_columns(owner)
+        require_utf8_text(options.id, "id", TEXT_COLUMNS)
         created_at = self.now()
         session_id = options.id if options.id is not None else uuidv7(created_at)
         slot = (tenant, user, session_id)

@@ -20,6 +20,7 @@ from sessiontree.fork import (
     select_branch_fork_on_path,
     tree_plan,
 )
+from sessiontree.kit import is_utf8_text
 from sessiontree.model import ABSENT
 
 from .branch_index import Link, chain_from, locate
@@ -31,6 +32,8 @@ _INSERT_ENTRIES = f"INSERT INTO main.entries (session_id, {', '.join(_ENTRY_COLU
 
 
 def _value(source: sqlite3.Connection, schema: str, session_id: str, namespace: str, key: str) -> Any:
+    if not is_utf8_text(key):
+        return ABSENT  # no stored key holds a lone surrogate
     row = source.execute(
         f"SELECT value FROM {schema}.scalar_values WHERE session_id = ? AND namespace = ? AND key = ?",
         (session_id, namespace, key),

@@ -29,7 +29,7 @@ from sessiontree.errors import (
     StorageValidationError,
 )
 from sessiontree.ids import uuidv7
-from sessiontree.kit import wall_clock_ms
+from sessiontree.kit import is_utf8_text, require_utf8_text, wall_clock_ms
 from sessiontree.model import JsonValue, SessionMetadata
 from sessiontree.owners import OWNER_KEY, OwnedRepo, Owner, owner_extra
 from sessiontree.session import StorageBackedSession
@@ -40,7 +40,7 @@ from .database import Durability, connect, file_uri, rollback, use_wal, write_tr
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
 from .schema import migrate, migrate_in_transaction
-from .storage import SqliteStorage
+from .storage import TEXT_COLUMNS, SqliteStorage
 
 __all__ = ["Layout", "SqliteSessionRepo"]
 
@@ -161,6 +161,8 @@ class SqliteSessionRepo:
     ) -> StorageBackedSession:
         self._assert_open()
         check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
+        require_utf8_text(session_id, "id", TEXT_COLUMNS)
+        require_utf8_text(parent_session_id, "parentSessionId", TEXT_COLUMNS)
         created_at = self.now()
         session_id = session_id if session_id is not None else uuidv7(created_at)
         extra: dict[str, JsonValue] = {} if owner is None else {OWNER_KEY: owner.to_json()}
@@ -330,6 +332,7 @@ class SqliteSessionRepo:
         source_path = self.path_for(source_id) if isinstance(source, str) or source.path is None else source.path
         if not os.path.isfile(source_path):
             raise SessionNotFoundError(f"Unknown session: {source_id}")
+        require_utf8_text(options.id, "id", TEXT_COLUMNS)
         created_at = self.now()
         destination_id = options.id if options.id is not None else uuidv7(created_at)
         with self._reserved(destination_id, creating=True):
@@ -484,6 +487,8 @@ def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
 def _read_metadata(
     connection: sqlite3.Connection, session_id: str, path: str, schema: str = "main"
 ) -> SessionMetadata | None:
+    if not is_utf8_text(session_id):
+        return None  # no stored session id holds a lone surrogate
     row = connection.execute(f"SELECT {_ROW} FROM {schema}.sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else _metadata_of_row(row, path)
 
