@@ -44,7 +44,14 @@ from sessiontree.model import (
     StoredValue,
     UsageRow,
 )
-from sessiontree.queries import LIST_READ_MAX_LIMIT, BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.queries import (
+    LIST_READ_MAX_LIMIT,
+    BranchScan,
+    EntryScan,
+    ListReadOptions,
+    UsageScan,
+    is_plain_walk,
+)
 from sessiontree.usage import add_usage, summable_usage
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
@@ -557,6 +564,8 @@ def _names_unstorable(*texts: str | None) -> bool:
 def _storable_scan(query: BranchScan) -> BranchScan | None:
     """``query`` as SQL can bind it: ``None`` when its start or a filter holds a lone surrogate (no row
     matches), and a stop holding one dropped (it stops nothing)."""
+    if is_plain_walk(query) and type(query.start) is str and query.start.isascii():
+        return query  # most scans: an id and no stop or filter, nothing to look at
     stops = (query.stop_at_id, query.stop_at_type)
     if not _names_unstorable(query.start, *stops, query.type, query.custom_type):
         return query
