@@ -266,6 +266,23 @@ def test_ls_table_shows_ids_names_and_counts(repo: Path) -> None:
     assert "repo-src" in text and "repo source (renamed)" in text and "5.4 KiB" in text
 
 
+def test_ls_and_show_write_a_lone_surrogate_as_an_escape(tmp_path: Path) -> None:
+    """A name or message holding a lone surrogate (JSONL keeps one) is printed as ``\\udXXX``: the table
+    and the tree are whole, not cut off by an encoding error."""
+    from sessiontree.plugins import get_registry
+
+    repo = get_registry().open_repo(f"jsonl://{tmp_path}/sessions")
+    session = repo.create(id="lone", cwd="/w")
+    session.create_branch("main", None).append_message({"role": "user", "content": "hi \udfff", "timestamp": 1})
+    session.set_name("name \ud800")
+    session.close()
+    repo.close()
+    listed = ok(run("ls", f"jsonl://{tmp_path}/sessions", cwd=tmp_path))
+    assert "lone\tname \\ud800\t" in listed
+    shown = ok(run("show", f"jsonl://{tmp_path}/sessions", "--session", "lone", cwd=tmp_path))
+    assert "name \\ud800" in shown and "user: hi \\udfff" in shown
+
+
 def test_ls_uses_sessiontree_url_then_the_default(tmp_path: Path) -> None:
     assert json.loads(ok(run("ls", "--json", cwd=tmp_path, env={"SESSIONTREE_URL": "memory://"}))) == []
     text = ok(run("ls", cwd=tmp_path))

@@ -13,6 +13,7 @@ never a traceback.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -135,9 +136,18 @@ def _report(where: str, message: str) -> None:
     sys.stderr.write(f"{where}: error: {message}\n")
 
 
+def _escape_unencodable_output() -> None:
+    """Write what the output encoding cannot hold (a lone surrogate in a stored name or key) as
+    ``\\udXXX``, as JSON would, instead of failing the command halfway through its output."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the script with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    _escape_unencodable_output()
     try:
         result = script.main(args=arguments, prog_name=PROG, standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as error:
