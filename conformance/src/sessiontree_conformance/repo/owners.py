@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sessiontree.contracts import SessionRepo, TreeFork
-from sessiontree.errors import SessionNotFoundError
+from sessiontree.errors import SessionNotFoundError, StorageValidationError
 from sessiontree.owners import Owner, owner_of
 
 from ..builders import assistant_message
@@ -122,3 +122,21 @@ class RepoOwnersSuite(RepoSuiteBase):
         assert listed_ids(repo) == ["shared"]
         repo.delete(unowned.metadata)
         assert refusals == {self.refusal(alice.open, "shared")}
+
+    def test_an_owner_with_a_lone_surrogate_is_kept_exactly_or_refused(self, repo: SessionRepo) -> None:
+        """An owner whose tenant and user hold lone surrogates gets a view whose sessions carry it exactly
+        (and stay apart from an owner of the same text with U+FFFD), or the view or its create raises a
+        ``StorageValidationError`` and nothing is created."""
+        self.require("supports_owners")
+        lone = Owner("tenant-\ud800", "user-\udfff")
+        replaced = Owner("tenant-\ufffd", "user-\ufffd")  # what a UTF-8 column with replacement stores
+        try:
+            [view] = self.views(repo, lone)
+            self.create(view, id="lone-owned").close()
+        except StorageValidationError:
+            assert listed_ids(repo) == [], "a refused owner's create left a session behind"
+            return
+        [listed] = view.list()
+        assert owner_of(listed) == lone
+        [other] = self.views(repo, replaced)
+        assert listed_ids(other) == []

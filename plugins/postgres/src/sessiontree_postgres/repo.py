@@ -124,6 +124,8 @@ class PostgresSessionRepo:
             from sessiontree.errors import InvalidArgumentError
 
             raise InvalidArgumentError("An owner view cannot be re-bound to another owner")
+        require_utf8_text(owner.tenant, "tenant", TEXT_COLUMNS)
+        require_utf8_text(owner.user, "user", TEXT_COLUMNS)
         return PostgresSessionRepo(self.db, now=self.now, owner=owner, shared=self._shared)
 
     def bind_owner(self, owner: Owner) -> PostgresSessionRepo:
