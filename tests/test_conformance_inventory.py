@@ -234,7 +234,12 @@ def test_semantics_cases_sit_beside_their_pi_group_and_name_their_pi_rule(
 def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     collected: dict[str, list[pytest.Function]],
 ) -> None:
-    from sessiontree_conformance import StorageExtraSuite, StorageRetrySuite, StorageStateMachineSuite
+    from sessiontree_conformance import (
+        StorageExtraSuite,
+        StorageIdentifierTextSuite,
+        StorageRetrySuite,
+        StorageStateMachineSuite,
+    )
     from sessiontree_conformance.storage import SEMANTICS_GROUPS
 
     pi_tests = {snake_case(name) for names in PI_STORAGE_CASES.values() for name in names}
@@ -243,11 +248,12 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     extra_names = _names(extras)
     assert {_defining_class(item) for item in extras} == {
         StorageExtraSuite,
+        StorageIdentifierTextSuite,
         StorageRetrySuite,
         StorageStateMachineSuite,
         *SEMANTICS_GROUPS.values(),
     }
     assert set(extra_names) >= semantics
-    # 11 extras and the 3 idempotent-retry cases.
-    assert len(extra_names) - len(semantics) == 14, f"storage extras changed: {sorted(extra_names)}"
+    # 11 extras, the lone-surrogate identifier case and the 3 idempotent-retry cases.
+    assert len(extra_names) - len(semantics) == 15, f"storage extras changed: {sorted(extra_names)}"
     assert "test_random_operations_match_the_reference_model" in extra_names
