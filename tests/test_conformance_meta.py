@@ -88,7 +88,15 @@ OWNERS_FORK_KEEPS = "test_a_fork_keeps_the_owner"
 OWNERS_UNOWNED = "test_unowned_sessions_are_invisible_to_owner_views"
 OWNERS_SURROGATES = "test_an_owner_with_a_lone_surrogate_is_kept_exactly_or_refused"
 OWNER_CASES = frozenset(
-    {OWNERS_LIST, OWNERS_OPEN, OWNERS_DELETE, OWNERS_FORK, OWNERS_FORK_KEEPS, OWNERS_UNOWNED, OWNERS_SURROGATES}
+    {
+        OWNERS_LIST,
+        OWNERS_OPEN,
+        OWNERS_DELETE,
+        OWNERS_FORK,
+        OWNERS_FORK_KEEPS,
+        OWNERS_UNOWNED,
+        OWNERS_SURROGATES,
+    }
 )
 
 # --- one table per backend ----------------------------------------------------------------------
