@@ -175,6 +175,21 @@ def test_export_writes_one_self_contained_page(segments: Path, tmp_path: Path) -
 
 
 @needs_fixtures
+def test_export_of_text_with_a_lone_surrogate_writes_the_replacement_character(tmp_path: Path) -> None:
+    """Stored text may hold a lone surrogate (JSONL keeps one); the page is UTF-8 and shows U+FFFD for
+    it, as Node writes such a string, instead of failing."""
+    from sessiontree.plugins import get_registry
+
+    repo = get_registry().open_repo(f"jsonl://{tmp_path}/sessions")
+    session = repo.create(id="lone", cwd="/w")
+    main = session.create_branch("main", None)
+    main.append_message({"role": "user", "content": "hi \ud800!", "timestamp": 1})
+    session.close()
+    repo.close()
+    ok(run("export", f"jsonl://{tmp_path}/sessions", "--session", "lone", "--html", "p.html", cwd=tmp_path))
+    assert "hi \ufffd!" in (tmp_path / "p.html").read_bytes().decode("utf-8")
+
+
 def test_export_json_and_errors(segments: Path, tmp_path: Path) -> None:
     data = json.loads(ok(run("export", segments.name, "--html", "p.html", "--json", cwd=tmp_path)))
     assert data["session"] == "session-segments" and data["bytes"] == (tmp_path / "p.html").stat().st_size

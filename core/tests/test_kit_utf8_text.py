@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sessiontree.errors import StorageContentError
-from sessiontree.kit import is_utf8_text, require_utf8_text, unencodable_identifier
+from sessiontree.kit import is_utf8_text, require_utf8_text, unencodable_identifier, well_formed
 from sessiontree.model import CustomEntry, UsageRow
 from sessiontree.values import list_, value
 from sessiontree.writes import (
@@ -61,3 +61,9 @@ def test_require_utf8_text_refuses_only_a_str_with_a_lone_surrogate() -> None:
     with pytest.raises(StorageContentError, match=r"Cannot store cwd: .*U\+DFFF.*these columns") as refused:
         require_utf8_text("/x\udfff", "cwd", HOLDER)
     assert refused.value.field == "cwd"
+
+
+def test_well_formed_joins_pairs_and_replaces_lone_surrogates_as_js_does() -> None:
+    assert well_formed("plain") == "plain"
+    assert well_formed("\ud83d\ude00 \U0001f600") == "\U0001f600 \U0001f600"
+    assert well_formed("a\ud800b\udfff") == "a\ufffdb\ufffd"

@@ -10,8 +10,9 @@ import click
 
 from ..dump import inventory_of
 from ..errors import SessionTreeError
-from .html_export import render_html
+from ..kit.utf8_text import well_formed
 from ..owners import Owner
+from .html_export import render_html
 from .options import SessionTargetType, command, cwd_option, json_option, owner_options, session_option
 from .output import print_json, print_line
 from .pi_cli_export import export_pi_cli
@@ -28,7 +29,8 @@ class ExportError(SessionTreeError):
 
 def export_html(session: object, path: str) -> int:
     """Write the page of ``session`` to ``path`` (atomically); returns its size in bytes."""
-    page = render_html(load_tree(session)).encode("utf-8")  # type: ignore[arg-type]
+    # A lone surrogate (stored text may hold one) has no UTF-8: the page shows U+FFFD, as Node writes it.
+    page = well_formed(render_html(load_tree(session))).encode("utf-8")  # type: ignore[arg-type]
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ExportError(f"Cannot write {path}: the directory {directory} does not exist")

@@ -33,7 +33,13 @@ from ..collector import collector_paused
 from .entry_cache import EntryCache
 from .path_cache import PathCache, PathGoneError, select_on_path
 from .queued_storage import QueuedStorage, wall_clock_ms
-from .utf8_text import is_utf8_text, require_utf8_text, unencodable_identifier, unencodable_text_error
+from .utf8_text import (
+    is_utf8_text,
+    require_utf8_text,
+    unencodable_identifier,
+    unencodable_text_error,
+    well_formed,
+)
 from .validation import (
     CommitReader,
     EntryChain,
@@ -71,6 +77,7 @@ __all__ = [
     "unencodable_text_error",
     "validate_committed",
     "wall_clock_ms",
+    "well_formed",
 ]
 
 _LAZY = {

@@ -4,7 +4,9 @@ JSON writes a lone surrogate as ``\\udXXX`` (pi's JSONL does), so payloads and J
 backend that stores an id, a custom type or an address part in a UTF-8 text column (SQLite) cannot. It
 refuses such a commit with :func:`unencodable_identifier`'s error, and answers a read that names such an
 identifier as it answers any identifier that is not stored (:func:`is_utf8_text`). A repository refuses
-such a session id, cwd or parent id the same way (:func:`require_utf8_text`).
+such a session id, cwd or parent id the same way (:func:`require_utf8_text`). Text that is only shown or
+named after (a directory named from a cwd, an HTML page) takes U+FFFD for it, as Node does
+(:func:`well_formed`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from collections.abc import Iterable, Iterator
 from ..errors import StorageContentError
 from ..writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
-__all__ = ["is_utf8_text", "require_utf8_text", "unencodable_identifier", "unencodable_text_error"]
+__all__ = [
+    "is_utf8_text",
+    "require_utf8_text",
+    "unencodable_identifier",
+    "unencodable_text_error",
+    "well_formed",
+]
 
 _ADDRESS_WRITES = (ValueSet, ValueDelete, ListAppend, ListDelete)
 
@@ -28,6 +36,14 @@ def is_utf8_text(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def well_formed(text: str) -> str:
+    """JS ``String.prototype.toWellFormed``: a surrogate pair joined, a lone surrogate replaced by U+FFFD
+    (what Node writes for one in a path or a file's text)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def unencodable_text_error(field: str, text: str, holder: str) -> StorageContentError:

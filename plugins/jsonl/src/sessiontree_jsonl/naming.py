@@ -11,6 +11,7 @@ import re
 from urllib.parse import quote
 
 from sessiontree.errors import StorageValidationError
+from sessiontree.kit import well_formed
 
 __all__ = [
     "SESSION_FILE_EXTENSION",
@@ -19,7 +20,6 @@ __all__ = [
     "session_directory_name",
     "session_file_name",
     "session_file_suffix",
-    "well_formed",
 ]
 
 SESSION_FILE_EXTENSION = ".jsonl"
@@ -40,12 +40,6 @@ def session_directory_name(cwd: str) -> str:
     """
     return "--" + _SEPARATORS.sub("-", _LEADING_SEPARATOR.sub("", well_formed(cwd), count=1)) + "--"
 
-
-def well_formed(text: str) -> str:
-    """JS ``String.prototype.toWellFormed``: a surrogate pair joined, a lone surrogate replaced by U+FFFD."""
-    if text.isascii():
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def encode_uri_component(text: str) -> str:
