@@ -39,11 +39,11 @@ from .storage import PostgresStorage, SessionKey, insert_writes
 __all__ = ["PostgresSessionRepo"]
 
 UNOWNED = ("", "")
+"""The owner columns of a session created without an owner."""
 
 TEXT_COLUMNS = "PostgreSQL's text columns"
-"""What cannot hold a lone surrogate in a session id or cwd (entry ids and addresses are stored as
+"""What cannot hold a lone surrogate in a session id, cwd or owner (entry ids and addresses are stored as
 bytes, which can; see :mod:`sessiontree.kit.utf8_text`)."""
-"""The owner columns of a session created without an owner."""
 
 
 @attrs.define
