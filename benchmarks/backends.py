@@ -101,10 +101,11 @@ def discover_backends(
     registry = registry if registry is not None else get_registry()
     specs = registry.backends()
     wanted = None if names is None else set(names)
-    for name in sorted(wanted or ()):
-        if name not in {spec.name for spec in specs}:
-            installed = ", ".join(sorted({spec.name for spec in specs})) or "none"
-            raise ValueError(f"Backend {name!r} is not installed; installed: {installed}")
+    installed = {spec.name for spec in specs}
+    unknown = sorted((wanted or set()) - installed)
+    if unknown:
+        listed = ", ".join(sorted(installed)) or "none"
+        raise ValueError(f"Backend {unknown[0]!r} is not installed; installed: {listed}")
     found, factories = [], set()
     for spec in specs:
         if spec.factory in factories:  # another name of a backend already listed (postgresql://)

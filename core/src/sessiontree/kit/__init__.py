@@ -20,7 +20,8 @@ applying them; a replay of stored writes calls :func:`validate_committed`. See
   scan from such a path (:mod:`sessiontree.kit.path_cache`).
 * :func:`unencodable_identifier` names the id or address part of a commit that a UTF-8 text column
   cannot hold (a lone surrogate), :func:`require_utf8_text` refuses a session's id or cwd that holds one,
-  and :func:`is_utf8_text` tests one (:mod:`sessiontree.kit.utf8_text`).
+  :func:`is_utf8_text` tests one, and :func:`well_formed` gives text to show or name a path with U+FFFD
+  in its place, as Node does (:mod:`sessiontree.kit.utf8_text`).
 * :func:`collector_paused` wraps a bulk decode (many rows or lines at once) so the cycle collector
   does not walk the containers it builds (:mod:`sessiontree.collector`).
 """

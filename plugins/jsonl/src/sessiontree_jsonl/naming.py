@@ -41,7 +41,6 @@ def session_directory_name(cwd: str) -> str:
     return "--" + _SEPARATORS.sub("-", _LEADING_SEPARATOR.sub("", well_formed(cwd), count=1)) + "--"
 
 
-
 def encode_uri_component(text: str) -> str:
     """JS ``encodeURIComponent``: UTF-8 percent-encoding with uppercase hex.
 

@@ -149,7 +149,7 @@ class SqlReader:
         return False
 
     def get_value(self, address: Address) -> StoredValue | None:
-        if not (is_utf8_text(address.namespace) and is_utf8_text(address.key)):
+        if _names_unstorable(address.namespace, address.key):
             return None  # no stored address holds a lone surrogate
         row = self.connection.execute(
             "SELECT seq, value FROM scalar_values WHERE session_id = ? AND namespace = ? AND key = ?",
@@ -386,7 +386,7 @@ class SqliteStorage(QueuedStorage):
             return SqlReaderLite(self.connection, self.session_id).get_value(address)
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
-        if not (is_utf8_text(prefix.namespace) and is_utf8_text(prefix.key)):
+        if _names_unstorable(prefix.namespace, prefix.key):
             self._queue.check_open()
             return []  # no stored key starts with a lone surrogate
         sql = "SELECT key, seq, value FROM scalar_values WHERE session_id = ? AND namespace = ? AND key >= ?"
@@ -409,7 +409,7 @@ class SqliteStorage(QueuedStorage):
         if limit is None or limit <= 0:
             raise InvalidQueryError("List read limit must be a positive safe integer")
         limit = min(limit, LIST_READ_MAX_LIMIT)
-        if not (is_utf8_text(address.namespace) and is_utf8_text(address.key)):
+        if _names_unstorable(address.namespace, address.key):
             self._queue.check_open()
             return []  # no stored address holds a lone surrogate
         ascending = options.order == "asc"
