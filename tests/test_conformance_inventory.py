@@ -237,6 +237,7 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     from sessiontree_conformance import (
         StorageExtraSuite,
         StorageIdentifierTextSuite,
+        StorageLatestReadsSuite,
         StorageRetrySuite,
         StorageStateMachineSuite,
     )
@@ -249,11 +250,13 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
     assert {_defining_class(item) for item in extras} == {
         StorageExtraSuite,
         StorageIdentifierTextSuite,
+        StorageLatestReadsSuite,
         StorageRetrySuite,
         StorageStateMachineSuite,
         *SEMANTICS_GROUPS.values(),
     }
     assert set(extra_names) >= semantics
-    # 11 extras, the lone-surrogate identifier case and the 3 idempotent-retry cases.
-    assert len(extra_names) - len(semantics) == 15, f"storage extras changed: {sorted(extra_names)}"
+    # 11 extras, the lone-surrogate identifier case, the 3 next-seq / latest-value cases and the 3
+    # idempotent-retry cases.
+    assert len(extra_names) - len(semantics) == 18, f"storage extras changed: {sorted(extra_names)}"
     assert "test_random_operations_match_the_reference_model" in extra_names

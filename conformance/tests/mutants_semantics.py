@@ -132,6 +132,28 @@ class SeqOrderedLookupStorage(MemoryStorage):
         return dict(sorted(found.items(), key=lambda item: item[1].seq or 0))
 
 
+class NextSeqAheadStorage(MemoryStorage):
+    """``next_seq()`` answers one past the seq the next commit gets."""
+
+    def next_seq(self) -> int:
+        return super().next_seq() + 1
+
+
+class UnorderedNextSeqStorage(MemoryStorage):
+    """``next_seq()`` reads the applied state at once, leaving out commits admitted before it."""
+
+    def next_seq(self) -> int:
+        with self.state_lock:
+            return self.state.next_seq
+
+
+class UnorderedLatestValueStorage(MemoryStorage):
+    """``latest_value`` answers ``get_value`` at once, leaving out commits admitted before it."""
+
+    def latest_value(self, address: Address) -> StoredValue | None:
+        return self.get_value(address)
+
+
 class Utf16KeyOrderStorage(MemoryStorage):
     """``scan_values`` sorts keys by UTF-16 code units, as JavaScript's default sort would."""
 
@@ -515,6 +537,20 @@ MUTANTS: dict[str, Mutant] = {
             SeqOrderedLookupStorage,
             "test_get_entries_keeps_first_occurrence_order_and_skips_duplicates_and_unknown_ids",
             STORAGE_MACHINE,
+        ),
+        _storage(
+            "next_seq_ahead",
+            NextSeqAheadStorage,
+            "test_next_seq_is_the_first_seq_of_the_next_commit",
+            "test_next_seq_counts_a_commit_admitted_before_it",
+        ),
+        _storage(
+            "next_seq_unordered", UnorderedNextSeqStorage, "test_next_seq_counts_a_commit_admitted_before_it"
+        ),
+        _storage(
+            "latest_value_unordered",
+            UnorderedLatestValueStorage,
+            "test_latest_value_is_the_value_after_every_admitted_commit",
         ),
         _storage(
             "lone_surrogates_replaced",

@@ -49,6 +49,7 @@ from .storage import (
     StorageEntryQueriesSuite,
     StorageExtraSuite,
     StorageIdentifierTextSuite,
+    StorageLatestReadsSuite,
     StorageLifecycleSuite,
     StorageListsSuite,
     StoragePiSuite,
@@ -85,6 +86,7 @@ __all__ = [
     "StorageEntryQueriesSuite",
     "StorageExtraSuite",
     "StorageIdentifierTextSuite",
+    "StorageLatestReadsSuite",
     "StorageLifecycleSuite",
     "StorageListsSuite",
     "StoragePiSuite",
@@ -105,8 +107,10 @@ class StorageSuite(
     StorageSemanticsSuite,
     StorageExtraSuite,
     StorageIdentifierTextSuite,
+    StorageLatestReadsSuite,
     StorageRetrySuite,
     StorageStateMachineSuite,
 ):
     """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite`,
-    :class:`StorageIdentifierTextSuite`, :class:`StorageRetrySuite` and the reference-model state machine."""
+    :class:`StorageIdentifierTextSuite`, :class:`StorageLatestReadsSuite`, :class:`StorageRetrySuite` and
+    the reference-model state machine."""

@@ -11,6 +11,7 @@ from .branch_queries import StorageBranchQueriesSuite, StorageBranchQuerySemanti
 from .entry_queries import StorageEntryQueriesSuite, StorageEntryQuerySemanticsSuite
 from .extras import StorageExtraSuite
 from .identifiers import StorageIdentifierTextSuite
+from .latest_reads import StorageLatestReadsSuite
 from .lifecycle import StorageLifecycleSuite
 from .lists import StorageListSemanticsSuite, StorageListsSuite
 from .retries import StorageRetrySuite
@@ -28,6 +29,7 @@ __all__ = [
     "StorageEntryQuerySemanticsSuite",
     "StorageExtraSuite",
     "StorageIdentifierTextSuite",
+    "StorageLatestReadsSuite",
     "StorageLifecycleSuite",
     "StorageListSemanticsSuite",
     "StorageListsSuite",
