@@ -8,6 +8,7 @@ async mode alike (``tests/test_semantics_mutants.py`` checks that).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -448,6 +449,18 @@ class TellingOwnersRepo(MemorySessionRepo):
 # --- the catalogue -----------------------------------------------------------------------------------
 
 
+class RandomIdsRepo(MemorySessionRepo):
+    """Sessions created or forked without an id get a random UUIDv4 instead of ``uuidv7(createdAt)``."""
+
+    def create(self, *, id: str | None = None, **options: Any) -> Any:  # noqa: A002
+        return super().create(id=str(uuid.uuid4()) if id is None else id, **options)
+
+    def fork(self, source: SessionMetadata, options: ForkOptions) -> Any:
+        if options.id is None:
+            options = attrs.evolve(options, id=str(uuid.uuid4()))
+        return super().fork(source, options)
+
+
 class MutantBackend(MemoryBackend):
     """The memory backend (its capabilities included) with its storages or its repositories replaced."""
 
@@ -612,6 +625,12 @@ MUTANTS: dict[str, Mutant] = {
             UnknownTargetSession,
             "test_create_branch_refuses_an_unknown_target_and_creates_nothing",
             SESSION_MACHINE,
+        ),
+        Mutant(
+            MutantBackend("random_session_ids", repo_factory=RandomIdsRepo),
+            REPO_SUITES,
+            frozenset({"test_a_minted_session_id_is_the_uuidv7_of_its_created_at"}),
+            REPO_CAPABILITY_SKIPS,
         ),
         Mutant(
             MutantBackend("owner_refusal_differs", repo_factory=TellingOwnersRepo),

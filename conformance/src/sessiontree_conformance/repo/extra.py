@@ -13,6 +13,7 @@ appends of :mod:`.many_writers` and the owner views of :mod:`.owners`.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -195,6 +196,30 @@ class RepoExtraSuite(RepoSessionRulesSuite, RepoManyWritersSuite, RepoOwnersSuit
             repo.fork(ghost.metadata, BranchFork(id="fork", branch="main"))
         assert listed_ids(repo) == []
         self.create(repo, id="fork").close()
+
+    def test_a_minted_session_id_is_the_uuidv7_of_its_created_at(self, repo: SessionRepo) -> None:
+        """A session created or forked without an id gets ``id = options.id ?? uuidv7(createdAt)`` (pi-core
+        §7.4, create and fork): a lowercase UUIDv7 whose 48-bit timestamp is the metadata's ``created_at``
+        in Unix milliseconds."""
+        source = self.create(repo)
+        commit(source, configured_main_writes())
+        forks = [
+            repo.fork(source.metadata, TreeFork()),
+            repo.fork(source.metadata, BranchFork(branch="main")),
+        ]
+        try:
+            for session in (source, *forks):
+                minted, created_at = session.metadata.id, session.metadata.created_at
+                parsed = uuid.UUID(minted)
+                assert str(parsed) == minted and parsed.version == 7 and parsed.variant == uuid.RFC_4122, (
+                    f"minted session id {minted!r} is not a lowercase UUIDv7"
+                )
+                assert parsed.int >> 80 == created_at, (
+                    f"session {minted} carries timestamp {parsed.int >> 80}, its created_at is {created_at}"
+                )
+            assert len({session.metadata.id for session in (source, *forks)}) == 3
+        finally:
+            self.close_together(source, *forks)
 
     def test_delete_of_an_open_session_rejects_and_keeps_it(self, repo: SessionRepo) -> None:
         """``delete`` of an open session raises ``SessionOpenError``; the session stays listed and usable."""
