@@ -19,7 +19,7 @@ from sessiontree.errors import SessionNotFoundError
 from sessiontree.model import Address, Entry, EntryStructure, SessionMetadata, StoredValue, UsageRow, replace
 from sessiontree.owners import OwnedRepo, Owner, owner_of
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
-from sessiontree.values import branch_tip, value
+from sessiontree.values import branch_tip, entry_label, value
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 from sessiontree_memory import MemoryBackend, MemorySessionRepo, MemoryStorage
 
@@ -283,6 +283,37 @@ class _SessionWrapper(_Delegating):
 
     def _finish(self) -> None:
         self._inner.close()
+
+
+class UncheckedMoveSession(_SessionWrapper):
+    """``move_branch`` writes the tip without checking that the target is a stored entry."""
+
+    def move_branch(self, name: str, entry_id: str | None, **options: Any) -> None:
+        self._inner.set_value(branch_tip(name), entry_id)
+
+
+class NullLabelSession(_SessionWrapper):
+    """``set_label(target, None)`` stores a null label instead of deleting it (``get_label`` still
+    answers ``None``)."""
+
+    def set_label(self, target_id: str, label: str | None) -> None:
+        self._inner.set_value(entry_label(target_id), label)
+
+
+class InclusiveCursorSession(_SessionWrapper):
+    """The session-wide ``find_entries`` keeps the entry its cursor names."""
+
+    def find_entries(self, *, cursor: int | None = None, **query: Any) -> list[Entry]:
+        if cursor is not None:
+            cursor += -1 if query.get("order") == "asc" else 1
+        return self._inner.find_entries(cursor=cursor, **query)  # type: ignore[no-any-return]
+
+
+class OldestFirstSession(_SessionWrapper):
+    """The session-wide ``find_entries`` reads oldest first by default (pi-core §4.7: newest first)."""
+
+    def find_entries(self, *, order: str | None = None, **query: Any) -> list[Entry]:
+        return self._inner.find_entries(order="asc" if order is None else order, **query)  # type: ignore[no-any-return]
 
 
 class PendingAcceptingSession(_SessionWrapper):
@@ -626,6 +657,10 @@ MUTANTS: dict[str, Mutant] = {
             "test_create_branch_refuses_an_unknown_target_and_creates_nothing",
             SESSION_MACHINE,
         ),
+        _session("move_branch_unchecked", UncheckedMoveSession, SESSION_MACHINE),
+        _session("null_label_kept", NullLabelSession, SESSION_MACHINE),
+        _session("session_cursor_inclusive", InclusiveCursorSession, SESSION_MACHINE),
+        _session("session_scan_oldest_first", OldestFirstSession, SESSION_MACHINE),
         Mutant(
             MutantBackend("random_session_ids", repo_factory=RandomIdsRepo),
             REPO_SUITES,

@@ -413,7 +413,8 @@ def _check_branch_name(name: str) -> None:
 
 
 class ReferenceSession:
-    """The Session rules of pi-core §4.5, §4.6 and §4.10 over a :class:`ReferenceStorage`.
+    """The Session rules of pi-core §4.5, §4.6, §4.7 and §4.10 (and sessiontree's ``move_branch``) over a
+    :class:`ReferenceStorage`.
 
     Single-threaded, so there is no mutation line: every method is one mutation with at most one
     commit. Minted entry ids are ``ref-1``, ``ref-2``, ... (callers translate a backend's ids).
@@ -443,6 +444,46 @@ class ReferenceSession:
         if at is not None and at not in self.storage.get_entries([at]):
             raise SessionUnknownTargetError(at)
         self.storage.commit([ValueSet(namespace=tip.namespace, key=tip.key, value=at)])
+
+    def move_branch(self, name: str, entry_id: str | None) -> None:
+        """sessiontree's ``move_branch`` (navigation; pi has none): name check, then an unknown target,
+        then an unknown branch, then one commit."""
+        _check_branch_name(name)
+        if entry_id is not None and entry_id not in self.storage.get_entries([entry_id]):
+            raise SessionUnknownTargetError(entry_id)
+        tip = branch_tip(name)
+        if self.storage.get_value(tip) is None:
+            raise SessionInvariantError(f"Unknown branch: {name}")
+        self.storage.commit([ValueSet(namespace=tip.namespace, key=tip.key, value=entry_id)])
+
+    def set_value_or_delete(self, address: Address, text: str | None) -> None:
+        """§4.5 ``setName`` / ``setLabel``: ``None`` deletes the value, anything else sets it; the
+        label's target is not checked."""
+        if text is None:
+            self.storage.commit([ValueDelete(namespace=address.namespace, key=address.key)])
+        else:
+            self.storage.commit([ValueSet(namespace=address.namespace, key=address.key, value=text)])
+
+    def find_entries(
+        self,
+        *,
+        type: str | None = None,  # noqa: A002 - the query field's name
+        order: str | None = None,
+        limit: int | None = None,
+        cursor: int | None = None,
+    ) -> list[Entry]:
+        """§4.7 session-wide ``findEntries``: newest first by default, pi's early exits for a cursor at
+        the ends, an exclusive cursor, filters before the cursor before the limit."""
+        resolved = "desc" if order is None else order
+        if cursor is not None and (
+            (resolved == "asc" and cursor == MAX_SAFE_INTEGER) or (resolved != "asc" and cursor <= 1)
+        ):
+            return []
+        from_seq = cursor + 1 if cursor is not None and resolved == "asc" else None
+        to_seq = cursor - 1 if cursor is not None and resolved != "asc" else None
+        return self.storage.scan_entries(
+            EntryScan(type=type, order=resolved, limit=limit, from_seq=from_seq, to_seq=to_seq)  # type: ignore[arg-type]
+        )
 
     def branch_exists(self, name: str) -> bool:
         """§4.6 ``branch(name)`` is not ``None``."""

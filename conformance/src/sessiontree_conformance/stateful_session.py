@@ -2,9 +2,12 @@
 
 Random steps create branches (new, existing, at known entries, at unknown targets), append messages and
 custom entries to branches (pending assistants among them: pi-core §4.10 layer 1), commit entry writes
-through a mutation (pending assistants among them: layer 2), and delete branch tips. Every outcome — a
-result or an error of the same class — and, after every step, the branch tips, every entry and the stats
-must equal :class:`~sessiontree_conformance.reference.ReferenceSession`'s.
+through a mutation (pending assistants among them: layer 2), move branch tips (to known entries, unknown
+ones and ``None``) and delete them, set and clear the session name and entry labels (any target, §4.5),
+and read the session's entries with random type filters, orders, limits and cursors (§4.7). Every
+outcome — a result or an error of the same class — and, after every step, the branch tips, the name and
+labels, every entry and the stats must equal
+:class:`~sessiontree_conformance.reference.ReferenceSession`'s.
 
 Ids minted by the backend's session differ from the model's (``ref-N``); they are translated through the
 ids each append returned. Seqs and timestamps are not compared here (the storage machine does that).
@@ -29,7 +32,7 @@ from sessiontree.errors import (
     SessionUnknownTargetError,
 )
 from sessiontree.model import ABSENT, Entry, MessageEntry, replace
-from sessiontree.values import branch_tip, branch_tip_inventory_prefix
+from sessiontree.values import branch_tip, branch_tip_inventory_prefix, entry_label, session_name, value
 from sessiontree.writes import EntryWrite, ValueDelete, ValueSet, Write
 
 from .builders import assistant_message
@@ -41,6 +44,13 @@ __all__ = ["SESSION_STEPS_PER_EXAMPLE", "SessionStateMachine"]
 SESSION_STEPS_PER_EXAMPLE = 20
 BRANCHES = ("main", "alt")
 STOP_REASONS = ("pending", "pending", "stop", "toolUse", "aborted")
+CHECKED_QUERIES: tuple[dict[str, Any], ...] = (
+    {},
+    {"limit": 2},
+    {"order": "asc", "limit": 1, "type": "message"},
+    {"type": "custom", "limit": 1},
+)
+"""Session-wide reads compared after every step (§4.7: newest first by default, filters, limits)."""
 SESSION_ERRORS: tuple[type[BaseException], ...] = (
     SessionPendingAssistantMessageError,
     SessionBranchExistsError,
@@ -203,6 +213,60 @@ class SessionStateMachine(RuleBasedStateMachine):
                 self._record(entry.id, entry.id)
 
     @rule(data=st.data())
+    def move_branch(self, data: st.DataObject) -> None:
+        """sessiontree's navigation: to a stored entry or ``None``; an unknown target or branch raises."""
+        name = data.draw(st.sampled_from(BRANCHES), label="branch")
+        to = self._target(data)
+        self._both(
+            f"move_branch({name!r}, {to!r})",
+            lambda: self.session.move_branch(name, self._backend_id(to)),
+            lambda: self.model.move_branch(name, to),
+        )
+
+    @rule(data=st.data())
+    def name_or_label(self, data: st.DataObject) -> None:
+        """§4.5 ``set_name`` / ``set_label`` (any target, stored or not); ``None`` deletes."""
+        text = data.draw(st.sampled_from((None, "a", "b")), label="text")
+        target = self._target(data)
+        if target is None:
+            self.session.set_name(text)
+            self.model.set_value_or_delete(session_name, text)
+        else:
+            self.session.set_label(self._backend_id(target), text)
+            self.model.set_value_or_delete(entry_label(target), text)
+
+    @rule(data=st.data())
+    def find_entries(self, data: st.DataObject) -> None:
+        """§4.7: the session's entries by type, order, limit and an exclusive cursor (a stored entry's
+        seq, taken on each side from the entry with that id)."""
+        query: dict[str, Any] = {
+            "type": data.draw(st.sampled_from((None, "message", "custom")), label="type"),
+            "order": data.draw(st.sampled_from((None, "asc", "desc")), label="order"),
+            "limit": data.draw(st.sampled_from((None, 0, 1, 2, 5)), label="limit"),
+        }
+        model_query, backend_query = dict(query), dict(query)
+        at = data.draw(st.sampled_from((None, *self.entry_ids[-4:])), label="cursor at")
+        if at is not None:
+            model_entry = self.model.storage.get_entries([at]).get(at)
+            backend_entry = self.session.get_entry(self._backend_id(at))
+            if model_entry is None or backend_entry is None:
+                return  # a refused commit's id: nothing to take a seq from
+            model_query["cursor"], backend_query["cursor"] = model_entry.seq, backend_entry.seq
+        self._found_alike(f"find_entries({query}, cursor at {at!r})", backend_query, model_query)
+
+    def _found_alike(self, what: str, backend_query: dict[str, Any], model_query: dict[str, Any]) -> None:
+        outcome = self._both(
+            what,
+            lambda: self.session.find_entries(**backend_query),
+            lambda: self.model.find_entries(**model_query),
+        )
+        if outcome is not None:
+            got, expected = outcome
+            got_ids = [self._model_id(entry.id) for entry in got]
+            expected_ids = [entry.id for entry in expected]
+            assert got_ids == expected_ids, f"{what}: backend {got_ids}, the reference model {expected_ids}"
+
+    @rule(data=st.data())
     def delete_branch(self, data: st.DataObject) -> None:
         """Deleting a tip removes the branch (§4.6: a branch exists exactly when its tip does)."""
         name = data.draw(st.sampled_from(BRANCHES), label="branch")
@@ -232,9 +296,23 @@ class SessionStateMachine(RuleBasedStateMachine):
             for stored in self.model.storage.scan_values(branch_tip_inventory_prefix())
         ]
         assert tips == expected_tips, f"branch tips: backend {tips}, the reference model {expected_tips}"
+        labels = sorted(
+            (self._model_id(stored.address.key), stored.value)
+            for stored in self.session.scan_values(value(entry_label("").namespace, ""))
+        )
+        expected_labels = sorted(
+            (stored.address.key, stored.value)
+            for stored in self.model.storage.scan_values(value(entry_label("").namespace, ""))
+        )
+        assert labels == expected_labels, f"labels: backend {labels}, the reference model {expected_labels}"
+        name, stored_name = self.session.get_name(), self.model.storage.get_value(session_name)
+        expected_name = None if stored_name is None else stored_name.value
+        assert name == expected_name, f"session name: backend {name!r}, the reference model {expected_name!r}"
         entries = [self._comparable(entry) for entry in self.session.find_entries(order="asc")]
         expected = [replace(e, seq=None, timestamp=None) for e in self.model.storage.scan_entries()]
         assert entries == expected, f"entries: backend {entries}, the reference model {expected}"
+        for query in CHECKED_QUERIES:  # every step, beside the random ones: small limits need many entries
+            self._found_alike(f"find_entries({query})", dict(query), dict(query))
         stats, expected_stats = self.session.get_stats(), self.model.storage.get_stats()
         assert stats == expected_stats, f"stats: backend {stats}, the reference model {expected_stats}"
 
