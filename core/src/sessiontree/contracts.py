@@ -188,7 +188,9 @@ class SupportsFork(Protocol):
 class SupportsLatestReads(Protocol):
     """A storage that reads its next seq, and a value as of every writer's latest commit, ordered on
     its commit queue (what an empty commit would report, without one). The session layer prefers these
-    to ``commit(())`` (:class:`sessiontree.kit.StateStorage` offers both)."""
+    to ``commit(())`` (:class:`sessiontree.kit.StateStorage` offers both; a storage on
+    :class:`sessiontree.kit.QueuedStorage` runs them with ``run_ordered``, which reports their admission
+    as a commit's). The conformance suite's ``StorageLatestReadsSuite`` checks them."""
 
     def next_seq(self) -> int:
         """The seq the next commit gets, after every commit admitted before this call."""
