@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidArgumentError
-from .model import Address
+from .model import Address, SessionMetadata
 
 __all__ = [
     "check_create_arguments",
@@ -20,6 +20,7 @@ __all__ = [
     "require_optional_str",
     "require_path_str",
     "require_str",
+    "session_id_of",
 ]
 
 
@@ -65,3 +66,12 @@ def check_create_arguments(*, id: Any, cwd: Any, parent_session_id: Any) -> None
     require_optional_str(id, "id")
     require_path_str(cwd, "cwd")
     require_optional_str(parent_session_id, "parent_session_id")
+
+
+def session_id_of(ref: Any, name: str = "metadata") -> str:
+    """The session id a repository call names: ``ref`` itself (an id) or ``ref.id`` (its metadata)."""
+    if isinstance(ref, str):
+        return ref
+    if isinstance(ref, SessionMetadata):
+        return ref.id
+    raise TypeError(f"{name} must be a SessionMetadata or a session id (str), not {_type_name(ref)}")

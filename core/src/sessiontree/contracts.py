@@ -396,12 +396,17 @@ class SessionRepo(Protocol):
         """Metadata of every stored session, open or closed."""
         ...
 
-    def delete(self, metadata: SessionMetadata) -> None:
-        """Delete a closed session."""
+    def delete(self, metadata: SessionMetadata | str) -> None:
+        """Delete a closed session, named by id (a string) or metadata."""
         ...
 
-    def fork(self, source: SessionMetadata, options: ForkOptions) -> Session:
-        """Copy a branch or the whole tree of ``source`` into a new open session."""
+    def fork(self, source: SessionMetadata | str, options: ForkOptions) -> Session:
+        """Copy a branch or the whole tree of ``source`` (by id or metadata) into a new open session.
+
+        For :meth:`open`, :meth:`delete` and :meth:`fork`, a session reference that is neither a
+        :class:`~sessiontree.model.SessionMetadata` nor a string raises :class:`TypeError`
+        (:func:`sessiontree.arguments.session_id_of`).
+        """
         ...
 
     def close(self) -> None: ...

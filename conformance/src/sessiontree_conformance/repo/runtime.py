@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree.contracts import Backend, BranchFork, Session, SessionRepo
+from sessiontree.contracts import Backend, BranchFork, Session, SessionRepo, TreeFork
 from sessiontree.errors import (
     ForkError,
     SessionInvariantError,
@@ -115,6 +115,46 @@ class RepoRuntimeSuite(RepoSuiteBase):
         repo.delete(session.metadata)
         with pytest.raises(SessionNotFoundError):
             repo.open("gone")
+
+    def test_forks_and_deletes_a_session_named_by_its_id(self, repo: SessionRepo) -> None:
+        """``fork`` and ``delete`` take a session id as ``open`` does: the same session as its metadata;
+        an id no session has raises ``SessionNotFoundError`` and reserves nothing."""
+        source = self.create(repo, id="source")
+        source.lane("main").append_message(user("kept"))
+        source.close()
+        tree = repo.fork("source", TreeFork(id="tree-by-id"))
+        branch = repo.fork("source", BranchFork(branch="main", id="branch-by-id"))
+        try:
+            for fork in (tree, branch):
+                assert fork.metadata.parent_session_id == "source"
+                assert fork.context("main") == [user("kept")]
+        finally:
+            self.close_together(tree, branch)
+        repo.delete("tree-by-id")
+        with pytest.raises(SessionNotFoundError):
+            repo.open("tree-by-id")
+        with pytest.raises(SessionNotFoundError):
+            repo.delete("tree-by-id")
+        with pytest.raises(SessionNotFoundError):
+            repo.fork("never-created", TreeFork(id="unreserved"))
+        assert sorted(m.id for m in repo.list()) == ["branch-by-id", "source"]
+        self.create(repo, id="unreserved").close()
+
+    @pytest.mark.parametrize("reference", [123, None, b"source"], ids=["int", "None", "bytes"])
+    def test_a_session_reference_of_another_type_is_a_type_error(
+        self, repo: SessionRepo, reference: Any
+    ) -> None:
+        """``open``, ``delete`` and ``fork`` name a session by metadata or id (a ``str``); anything else
+        raises ``TypeError`` before any lookup, and nothing changes."""
+        self.create(repo, id="source").close()
+        with pytest.raises(TypeError):
+            repo.open(reference)
+        with pytest.raises(TypeError):
+            repo.delete(reference)
+        with pytest.raises(TypeError):
+            repo.fork(reference, TreeFork(id="never"))
+        assert [m.id for m in repo.list()] == ["source"]
+        repo.open("source").close()
 
     def test_opens_by_id_from_a_new_repository(self, backend: Backend, repo: SessionRepo) -> None:
         """Where sessions persist, a fresh repository at the same location opens them by id."""

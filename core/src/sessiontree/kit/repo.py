@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from ..admission import notify_admitted
-from ..arguments import check_create_arguments
+from ..arguments import check_create_arguments, session_id_of
 from ..contracts import ForkOptions, Storage, SupportsFork
 from ..errors import (
     SessionExistsError,
@@ -187,7 +187,7 @@ class KitSessionRepo:
         Raises :class:`SessionNotFoundError` for an unknown id.
         """
         self._assert_open()
-        session_id = metadata if isinstance(metadata, str) else metadata.id
+        session_id = session_id_of(metadata)
         with self._lock:
             record = self._records.get(session_id)
             if record is None:
@@ -209,27 +209,29 @@ class KitSessionRepo:
         with self._lock:
             return list(self._catalog.values())
 
-    def delete(self, metadata: SessionMetadata) -> None:
-        """Delete a closed session (its storage is closed and dropped)."""
+    def delete(self, metadata: SessionMetadata | str) -> None:
+        """Delete a closed session, named by id or metadata (its storage is closed and dropped)."""
         self._assert_open()
+        session_id = session_id_of(metadata)
         with self._lock:
-            record = self._records.get(metadata.id)
+            record = self._records.get(session_id)
             if record is None:
-                raise SessionNotFoundError(f"Unknown session: {metadata.id}")
+                raise SessionNotFoundError(f"Unknown session: {session_id}")
             if record.open:
-                raise SessionOpenError(f"Session is open: {metadata.id}")
-            del self._records[metadata.id]
-            del self._catalog[metadata.id]
+                raise SessionOpenError(f"Session is open: {session_id}")
+            del self._records[session_id]
+            del self._catalog[session_id]
         record.close_for_good()
 
-    def fork(self, source: SessionMetadata, options: ForkOptions) -> SessionHandle:
-        """Fork ``source`` (open or closed) into a new open session."""
+    def fork(self, source: SessionMetadata | str, options: ForkOptions) -> SessionHandle:
+        """Fork ``source`` (open or closed; by id or metadata) into a new open session."""
         self._assert_open()
+        source_id = session_id_of(source, "source")
         with self._lock:
-            record = self._records.get(source.id)
+            record = self._records.get(source_id)
         if record is None:
-            raise SessionNotFoundError(f"Unknown session: {source.id}")
-        metadata = self._new_metadata(options.id, source.id, owner_extra(record.metadata.extra))
+            raise SessionNotFoundError(f"Unknown session: {source_id}")
+        metadata = self._new_metadata(options.id, source_id, owner_extra(record.metadata.extra))
         return self._publish(metadata, lambda: self.fork_storage(record.storage, options, metadata))
 
     def close(self) -> None:

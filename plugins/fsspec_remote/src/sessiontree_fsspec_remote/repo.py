@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from sessiontree.arguments import check_create_arguments
+from sessiontree.arguments import check_create_arguments, session_id_of
 from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions, Storage
 from sessiontree.errors import SessionExistsError, SessionNotFoundError, SessionOpenError
@@ -114,29 +114,32 @@ class ObjstoreSessionRepo(KitSessionRepo):
         if not self.adopt_stored(storage.metadata, storage):
             storage.close()
 
-    def open(self, metadata: SessionMetadata | str) -> SessionHandle:
-        self._assert_open()
-        session_id = metadata if isinstance(metadata, str) else metadata.id
+    def _load_named(self, ref: SessionMetadata | str, name: str) -> str:
+        """The id ``ref`` names, its stored session loaded (an id no key can hold is not found)."""
+        session_id = session_id_of(ref, name)
         if _invalid_id(session_id):
             raise SessionNotFoundError(f"Unknown session: {session_id}")
         self._load(session_id)
-        return super().open(session_id)
+        return session_id
 
-    def fork(self, source: SessionMetadata, options: ForkOptions) -> SessionHandle:
+    def open(self, metadata: SessionMetadata | str) -> SessionHandle:
         self._assert_open()
-        self._load(source.id)
+        return super().open(self._load_named(metadata, "metadata"))
+
+    def fork(self, source: SessionMetadata | str, options: ForkOptions) -> SessionHandle:
+        self._assert_open()
+        self._load_named(source, "source")
         return super().fork(source, options)
 
-    def delete(self, metadata: SessionMetadata) -> None:
-        """Delete a closed session: its commits and snapshots, then its header."""
+    def delete(self, metadata: SessionMetadata | str) -> None:
+        """Delete a closed session (by id or metadata): its commits and snapshots, then its header."""
         self._assert_open()
-        self._load(metadata.id)
+        session = self._load_named(metadata, "metadata")
         with self._lock:
-            record = self._records.get(metadata.id)
+            record = self._records.get(session)
             if record is not None and record.open:
-                raise SessionOpenError(f"Session is open: {metadata.id}")
+                raise SessionOpenError(f"Session is open: {session}")
         super().delete(metadata)
-        session = metadata.id
         objects = self.store.list_after(f"{session}/log", "") + self.store.list_after(f"{session}/snap", "")
         self.store.delete(objects)
         self.store.delete([f"{session}/{layout.HEADER}"])

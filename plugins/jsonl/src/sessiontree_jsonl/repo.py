@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments
+from sessiontree.arguments import check_create_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -292,8 +292,7 @@ class JsonlSessionRepo:
         id or cwd. The session's ``metadata`` is the object given (or located).
         """
         self._assert_open()
-        if isinstance(metadata, str):
-            metadata = self.locate(metadata)
+        metadata = self._metadata_of(metadata, "metadata")
         path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
@@ -308,6 +307,11 @@ class JsonlSessionRepo:
             return self._open_published(key, metadata, path)
         finally:
             self._release(key)
+
+    def _metadata_of(self, ref: SessionMetadata | str, name: str) -> SessionMetadata:
+        """``ref`` itself, or the metadata of the session with that id (:meth:`locate`)."""
+        session_id_of(ref, name)  # the type check
+        return self.locate(ref) if isinstance(ref, str) else ref
 
     def locate(self, session_id: str) -> SessionMetadata:
         """The metadata of stored session ``session_id``, found by pi's file naming rule.
@@ -616,13 +620,14 @@ class JsonlSessionRepo:
             legacy_parent_session_path=parent_fields.get("legacyParentSessionPath"),
         )
 
-    def delete(self, metadata: SessionMetadata) -> None:
-        """Delete a closed session's file (its directory stays).
+    def delete(self, metadata: SessionMetadata | str) -> None:
+        """Delete a closed session's file (its directory stays); by id (:meth:`locate`) or metadata.
 
         Only a session file inside the root whose header names ``metadata``'s id and cwd is deleted;
         anything else is refused before the file is touched.
         """
         self._assert_open()
+        metadata = self._metadata_of(metadata, "metadata")
         path, cwd = self._session_path_and_cwd(metadata)
         key = _session_key(cwd, metadata.id)
         with self._lock:
@@ -644,11 +649,12 @@ class JsonlSessionRepo:
 
     # -- fork ---------------------------------------------------------------------------------------
 
-    def fork(self, source: SessionMetadata, options: ForkOptions) -> StorageBackedSession:
-        """Copy a branch or the whole tree of ``source`` (open or closed) into a new open session in
-        the same cwd (pi-formats.md §6.8). The source is never modified.
+    def fork(self, source: SessionMetadata | str, options: ForkOptions) -> StorageBackedSession:
+        """Copy a branch or the whole tree of ``source`` (open or closed; by id or metadata) into a new
+        open session in the same cwd (pi-formats.md §6.8). The source is never modified.
         """
         self._assert_open()
+        source = self._metadata_of(source, "source")
         source_path, cwd = self._session_path_and_cwd(source)
         with _io("Failed to read JSONL storage", source_path):
             if not self.fs.exists(source_path):

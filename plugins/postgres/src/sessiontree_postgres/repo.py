@@ -19,7 +19,7 @@ import psycopg.errors
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments
+from sessiontree.arguments import check_create_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.engine import SessionState
 from sessiontree.errors import SessionExistsError, SessionOpenError, StorageClosedError
@@ -157,9 +157,9 @@ class PostgresSessionRepo:
             rows = self.db.fetch("owned_find", {"tenant": self.owner.tenant, "user": self.owner.user, "sid": session_id})
         return [_metadata(row) for row in rows]
 
-    def _resolve(self, ref: SessionMetadata | str) -> SessionMetadata:
+    def _resolve(self, ref: SessionMetadata | str, name: str = "metadata") -> SessionMetadata:
         """The stored metadata ``ref`` names, visible to this repository; else the not-found refusal."""
-        session_id = ref if isinstance(ref, str) else ref.id
+        session_id = session_id_of(ref, name)
         found = self._find(session_id)
         if len(found) > 1 and not isinstance(ref, str):
             found = [m for m in found if owner_of(m) == owner_of(ref)]
@@ -280,7 +280,7 @@ class PostgresSessionRepo:
         """Copy a branch or the whole tree of ``source`` (open or closed) into a new open session of the
         same owner, seqs kept (pi's ``createFork``); the source is never modified."""
         self._assert_open()
-        stored = self._resolve(source)
+        stored = self._resolve(source, "source")
         owner = owner_of(stored)
         tenant, user = _owner_columns(owner)
         require_utf8_text(options.id, "id", TEXT_COLUMNS)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments
+from sessiontree.arguments import check_create_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -236,7 +236,7 @@ class SqliteSessionRepo:
 
     def _stored_path(self, metadata: SessionMetadata | str) -> tuple[str, str]:
         """``(id, path)`` of a session of this repository; metadata naming another file is refused."""
-        session_id = metadata if isinstance(metadata, str) else metadata.id
+        session_id = session_id_of(metadata)
         path = self.path_for(session_id)
         given = None if isinstance(metadata, str) else metadata.path
         if given is not None and os.path.realpath(given) != os.path.realpath(path):
@@ -328,7 +328,7 @@ class SqliteSessionRepo:
         repository: one write transaction that copies the rows with ``INSERT ... SELECT`` from one
         snapshot of the source. The source's owner goes with it."""
         self._assert_open()
-        source_id = source if isinstance(source, str) else source.id
+        source_id = session_id_of(source, "source")
         source_path = self.path_for(source_id) if isinstance(source, str) or source.path is None else source.path
         if not os.path.isfile(source_path):
             raise SessionNotFoundError(f"Unknown session: {source_id}")
