@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .contracts import BranchFork, TreeFork
 from .errors import InvalidArgumentError
 from .model import Address, SessionMetadata
 
 __all__ = [
     "check_create_arguments",
+    "check_fork_arguments",
     "require_address",
     "require_message",
     "require_optional_str",
@@ -75,3 +77,15 @@ def session_id_of(ref: Any, name: str = "metadata") -> str:
     if isinstance(ref, SessionMetadata):
         return ref.id
     raise TypeError(f"{name} must be a SessionMetadata or a session id (str), not {_type_name(ref)}")
+
+
+def check_fork_arguments(source: Any, options: Any) -> str:
+    """The arguments of a repository's ``fork``; returns the id ``source`` names."""
+    source_id = session_id_of(source, "source")
+    if not isinstance(options, (BranchFork, TreeFork)):
+        raise TypeError(f"options must be a BranchFork or a TreeFork, not {_type_name(options)}")
+    require_optional_str(options.id, "options.id")
+    if isinstance(options, BranchFork):
+        require_str(options.branch, "options.branch")
+        require_optional_str(options.entry_id, "options.entry_id")
+    return source_id

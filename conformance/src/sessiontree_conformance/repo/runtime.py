@@ -156,6 +156,27 @@ class RepoRuntimeSuite(RepoSuiteBase):
         assert [m.id for m in repo.list()] == ["source"]
         repo.open("source").close()
 
+    @pytest.mark.parametrize(
+        "options",
+        [
+            "tree",
+            None,
+            TreeFork(id=5),  # type: ignore[arg-type]
+            BranchFork(branch=3),  # type: ignore[arg-type]
+            BranchFork(branch="main", entry_id=7),  # type: ignore[arg-type]
+        ],
+        ids=["str", "None", "int id", "int branch", "int entry id"],
+    )
+    def test_fork_options_of_another_type_are_a_type_error(self, repo: SessionRepo, options: Any) -> None:
+        """``fork`` takes a ``TreeFork`` or ``BranchFork`` whose ids and branch are strings; anything else
+        raises ``TypeError`` and creates nothing (a session id that is not a string cannot be stored)."""
+        source = self.create(repo, id="source")
+        source.lane("main").append_message(user("kept"))
+        source.close()
+        with pytest.raises(TypeError):
+            repo.fork("source", options)
+        assert [m.id for m in repo.list()] == ["source"]
+
     def test_opens_by_id_from_a_new_repository(self, backend: Backend, repo: SessionRepo) -> None:
         """Where sessions persist, a fresh repository at the same location opens them by id."""
         self.require("supports_persistence")

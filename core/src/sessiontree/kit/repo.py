@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from ..admission import notify_admitted
-from ..arguments import check_create_arguments, session_id_of
+from ..arguments import check_create_arguments, check_fork_arguments, session_id_of
 from ..contracts import ForkOptions, Storage, SupportsFork
 from ..errors import (
     SessionExistsError,
@@ -226,7 +226,7 @@ class KitSessionRepo:
     def fork(self, source: SessionMetadata | str, options: ForkOptions) -> SessionHandle:
         """Fork ``source`` (open or closed; by id or metadata) into a new open session."""
         self._assert_open()
-        source_id = session_id_of(source, "source")
+        source_id = check_fork_arguments(source, options)
         with self._lock:
             record = self._records.get(source_id)
         if record is None:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from sessiontree.arguments import check_create_arguments, session_id_of
+from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
 from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions, Storage
 from sessiontree.errors import SessionExistsError, SessionNotFoundError, SessionOpenError
@@ -128,6 +128,7 @@ class ObjstoreSessionRepo(KitSessionRepo):
 
     def fork(self, source: SessionMetadata | str, options: ForkOptions) -> SessionHandle:
         self._assert_open()
+        check_fork_arguments(source, options)
         self._load_named(source, "source")
         return super().fork(source, options)
 

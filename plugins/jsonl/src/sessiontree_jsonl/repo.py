@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments, session_id_of
+from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -654,6 +654,7 @@ class JsonlSessionRepo:
         open session in the same cwd (pi-formats.md §6.8). The source is never modified.
         """
         self._assert_open()
+        check_fork_arguments(source, options)
         source = self._metadata_of(source, "source")
         source_path, cwd = self._session_path_and_cwd(source)
         with _io("Failed to read JSONL storage", source_path):

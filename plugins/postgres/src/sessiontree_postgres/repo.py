@@ -19,7 +19,7 @@ import psycopg.errors
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments, session_id_of
+from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.engine import SessionState
 from sessiontree.errors import SessionExistsError, SessionOpenError, StorageClosedError
@@ -280,6 +280,7 @@ class PostgresSessionRepo:
         """Copy a branch or the whole tree of ``source`` (open or closed) into a new open session of the
         same owner, seqs kept (pi's ``createFork``); the source is never modified."""
         self._assert_open()
+        check_fork_arguments(source, options)
         stored = self._resolve(source, "source")
         owner = owner_of(stored)
         tenant, user = _owner_columns(owner)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments, session_id_of
+from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
     SessionExistsError,
@@ -328,7 +328,7 @@ class SqliteSessionRepo:
         repository: one write transaction that copies the rows with ``INSERT ... SELECT`` from one
         snapshot of the source. The source's owner goes with it."""
         self._assert_open()
-        source_id = session_id_of(source, "source")
+        source_id = check_fork_arguments(source, options)
         source_path = self.path_for(source_id) if isinstance(source, str) or source.path is None else source.path
         if not os.path.isfile(source_path):
             raise SessionNotFoundError(f"Unknown session: {source_id}")
