@@ -80,6 +80,8 @@ BAD_ARGUMENTS: dict[str, tuple[Callable[[Any], object], str]] = {
     "label a number": (lambda s: s.set_label(tip(s), 4), "label must be a str or None"),
     "entry id unhashable": (lambda s: s.get_entry(["x"]), "each of ids must be a str"),
     "read address a string": (lambda s: s.get_value("pi.branch.tip"), "address must be an Address"),
+    "entry cursor a string": (lambda s: s.find_entries(cursor="3"), "cursor must be a number or None"),
+    "entry cursor a bool": (lambda s: s.find_entries(cursor=True), "cursor must be a number or None"),
 }
 
 

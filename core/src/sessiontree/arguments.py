@@ -19,6 +19,7 @@ __all__ = [
     "check_fork_arguments",
     "require_address",
     "require_message",
+    "require_optional_number",
     "require_optional_str",
     "require_path_str",
     "require_str",
@@ -40,6 +41,12 @@ def require_optional_str(value: Any, name: str) -> None:
     """``name`` must be a string or ``None``."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{name} must be a str or None, not {_type_name(value)}")
+
+
+def require_optional_number(value: Any, name: str) -> None:
+    """``name`` must be a number (an ``int`` or ``float``, not a ``bool``) or ``None``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise TypeError(f"{name} must be a number or None, not {_type_name(value)}")
 
 
 def require_path_str(value: Any, name: str) -> None:

@@ -23,7 +23,13 @@ import msgspec
 
 from . import jsjson, values
 from .admission import notify_admitted
-from .arguments import require_address, require_message, require_optional_str, require_str
+from .arguments import (
+    require_address,
+    require_message,
+    require_optional_number,
+    require_optional_str,
+    require_str,
+)
 from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage, SupportsLatestReads
 from .errors import (
@@ -638,6 +644,7 @@ class StorageBackedSession(_StorageReads):
         ``cursor`` is an exclusive seq; filters apply first, then the cursor, then ``limit``.
         """
         self._assert_open()
+        require_optional_number(cursor, "cursor")
         resolved: SeqOrder = "desc" if order is None else order
         if cursor is not None:
             # pi's early exits (they keep its bounds inside the safe-integer range).
