@@ -141,3 +141,25 @@ def test_run_ordered_runs_between_commits() -> None:
 
 def test_every_built_in_storage_base_is_queued() -> None:
     assert issubclass(StateStorage, QueuedStorage)
+
+
+@pytest.mark.parametrize(
+    ("preconditions", "message"),
+    [
+        ({"expect": [1]}, "expect must be a mapping of value addresses to expected values, not list"),
+        ({"expect_next_seq": "3"}, "expect_next_seq must be a number or None, not str"),
+        ({"expect_next_seq": True}, "expect_next_seq must be a number or None, not bool"),
+        ({"idempotent": "yes"}, "idempotent must be a bool, not str"),
+    ],
+    ids=["expect a list", "next seq a string", "next seq a bool", "idempotent a string"],
+)
+def test_preconditions_of_another_type_are_a_type_error_and_write_nothing(
+    preconditions: dict[str, Any], message: str
+) -> None:
+    storage = StateStorage()
+    address = values.value("app", "k")
+    with pytest.raises(TypeError, match=message):
+        storage.commit([set_value(address, 1)], **preconditions)
+    assert storage.get_value(address) is None
+    assert storage.commit([]).first_seq == 1
+    storage.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from .arguments import require_optional_number
 from .errors import SessionConflictError, StorageValidationError
 from .model import ABSENT, Absent, Address, JsonValue, StoredValue
 
@@ -51,11 +52,17 @@ class Expectations:
         """The expectations of a commit's arguments, or ``None`` when there are none."""
         if type(idempotent) is not bool:
             raise TypeError(f"idempotent must be a bool, not {type(idempotent).__name__}")
+        require_optional_number(expect_next_seq, "expect_next_seq")
         if not expect:
             if expect_next_seq is None and not idempotent:
                 return None
             return cls((), expect_next_seq, idempotent)
-        values = tuple(expect.items())
+        try:
+            values = tuple(expect.items())
+        except AttributeError:
+            raise TypeError(
+                f"expect must be a mapping of value addresses to expected values, not {type(expect).__name__}"
+            ) from None
         for address, _ in values:
             if not isinstance(address, Address) or address.kind != "value":
                 raise StorageValidationError(f"A commit can only expect value addresses, not {address!r}")
