@@ -52,7 +52,8 @@ class Expectations:
         """The expectations of a commit's arguments, or ``None`` when there are none."""
         if type(idempotent) is not bool:
             raise TypeError(f"idempotent must be a bool, not {type(idempotent).__name__}")
-        require_optional_number(expect_next_seq, "expect_next_seq")
+        if expect_next_seq is not None:  # the usual commit: no call on the append path
+            require_optional_number(expect_next_seq, "expect_next_seq")
         if not expect:
             if expect_next_seq is None and not idempotent:
                 return None
