@@ -51,6 +51,8 @@ CHECKED_QUERIES: tuple[dict[str, Any], ...] = (
     {"type": "custom", "limit": 1},
 )
 """Session-wide reads compared after every step (§4.7: newest first by default, filters, limits)."""
+LABELS = value(entry_label("").namespace, "")
+"""The prefix of every entry label (a label's key is the id of the entry it names)."""
 SESSION_ERRORS: tuple[type[BaseException], ...] = (
     SessionPendingAssistantMessageError,
     SessionBranchExistsError,
@@ -297,12 +299,10 @@ class SessionStateMachine(RuleBasedStateMachine):
         ]
         assert tips == expected_tips, f"branch tips: backend {tips}, the reference model {expected_tips}"
         labels = sorted(
-            (self._model_id(stored.address.key), stored.value)
-            for stored in self.session.scan_values(value(entry_label("").namespace, ""))
+            (self._model_id(stored.address.key), stored.value) for stored in self.session.scan_values(LABELS)
         )
         expected_labels = sorted(
-            (stored.address.key, stored.value)
-            for stored in self.model.storage.scan_values(value(entry_label("").namespace, ""))
+            (stored.address.key, stored.value) for stored in self.model.storage.scan_values(LABELS)
         )
         assert labels == expected_labels, f"labels: backend {labels}, the reference model {expected_labels}"
         name, stored_name = self.session.get_name(), self.model.storage.get_value(session_name)
