@@ -175,3 +175,43 @@ def test_a_branch_start_that_is_not_an_entry_id_is_refused_as_pi_refuses_it(sess
 def test_branch_appends_take_only_branch_append_objects(session: Any) -> None:
     entry_id = session.append_to_branch("main", CustomEntryAppend("app", {"n": 1}))
     assert session.get_entry(entry_id).data == {"n": 1}
+
+
+@pytest.mark.parametrize("n", [2**53 + 1, -(2**53 + 1), 2**70 + 1, 10**400])
+def test_an_integer_a_javascript_number_cannot_hold_is_refused(session: Any, n: int) -> None:
+    main = session.branch("main")
+    before = main.find_entries(order="oldest_first")
+    for write in (
+        lambda: main.append_message({"role": "user", "content": "x", "timestamp": 1, "n": n}),
+        lambda: main.append_message({"role": "user", "content": [{"type": "text", "text": "x", "n": [n]}],
+                                     "timestamp": 1}),
+        lambda: main.append_custom_entry("note", {"deep": {"n": n}}),
+    ):
+        with pytest.raises(StorageContentError, match="cannot hold exactly"):
+            write()
+    assert main.find_entries(order="oldest_first") == before
+
+
+def test_integers_a_double_holds_exactly_are_stored(session: Any) -> None:
+    main = session.branch("main")
+    entry_id = main.append_message({"role": "user", "content": "x", "timestamp": 1, "a": 2**53, "b": 2**60})
+    message = session.get_entry(entry_id).message
+    assert (message["a"], message["b"]) == (2**53, 2**60)
+
+
+def test_an_empty_entry_id_is_refused(session: Any) -> None:
+    main = session.branch("main")
+    tip = main.get_tip_id()
+    with pytest.raises(InvalidArgumentError, match="entry_id must not be empty"):
+        main.append_message({"role": "user", "content": "x", "timestamp": 1}, entry_id="")
+    with pytest.raises(InvalidArgumentError, match="entry_id must not be empty"):
+        main.append_custom_entry("note", {}, entry_id="")
+    assert main.get_tip_id() == tip
+
+
+@pytest.mark.parametrize("projectors", [5, "projector", [("note", print)], {"note": 5}])
+def test_entry_projectors_of_another_type_are_a_type_error(session: Any, projectors: Any) -> None:
+    with pytest.raises(TypeError, match="entry_projectors"):
+        session.branch("main").context(entry_projectors=projectors)
+    with pytest.raises(TypeError, match="entry_projectors"):
+        session.context("main", entry_projectors=projectors)

@@ -18,6 +18,8 @@ __all__ = [
     "check_create_arguments",
     "check_fork_arguments",
     "require_address",
+    "require_entry_id",
+    "require_entry_projectors",
     "require_message",
     "require_optional_number",
     "require_optional_str",
@@ -62,6 +64,29 @@ def require_address(value: Any, name: str = "address") -> None:
         raise TypeError(
             f"{name} must be an Address (sessiontree.values.value/list_), not {_type_name(value)}"
         )
+
+
+def require_entry_id(value: Any, name: str = "entry_id") -> None:
+    """``name``, an id the caller supplies for a new entry, must be a non-empty string (an empty id is
+    no id: pi's ``parentId`` and tip checks treat it as none)."""
+    require_str(value, name)
+    if not value:
+        raise InvalidArgumentError(f"{name} must not be empty")
+
+
+def require_entry_projectors(value: Any) -> None:
+    """``entry_projectors`` must be ``None`` or a mapping of custom type to a callable."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"entry_projectors must be a mapping of custom type to projector, or None, not {_type_name(value)}"
+        )
+    for custom_type, projector in value.items():
+        if not callable(projector):
+            raise TypeError(
+                f"entry_projectors[{custom_type!r}] must be callable, not {_type_name(projector)}"
+            )
 
 
 def require_message(value: Any) -> None:

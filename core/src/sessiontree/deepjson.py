@@ -182,6 +182,19 @@ def top_level_spans(data: bytes | bytearray | memoryview) -> list[tuple[int, int
 # --- what may be stored ---------------------------------------------------------------------------
 
 _SCALARS = (str, int, float, bool, type(None))
+_EXACT_INTEGERS = 2**53  # every integer up to this size is a double; beyond, only some are
+
+
+def _int_text(n: int) -> str:
+    return str(n) if n.bit_length() < 128 else f"of {n.bit_length()} bits"
+
+
+def _is_a_double(n: int) -> bool:
+    """Whether the int ``n`` is exactly a (finite) double, so JSON.parse reads its text back as ``n``."""
+    try:
+        return float(n) == n
+    except OverflowError:
+        return False
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
@@ -207,7 +220,8 @@ def check_storable(
 ) -> None:
     """Raise :class:`~sessiontree.errors.StorageContentError` naming the path (``message.content[2].input``)
     of the first part of ``value`` that has no faithful JSON text: an object that is not a JSON value
-    (a set, bytes, any other class), a non-string object key, a NaN or infinite number, a container that
+    (a set, bytes, any other class), a non-string object key, a NaN or infinite number, an integer a
+    double cannot hold exactly (``2**53 + 1``; ``2**60`` is one), a container that
     contains itself, or nesting deeper than ``max_depth`` levels. :data:`~sessiontree.model.ABSENT` (JS
     ``undefined``) is allowed inside objects and arrays, as ``JSON.stringify`` allows it.
     ``allow_nonfinite`` lets NaN and the infinities through (pi writes them as ``null``; usage sums
@@ -247,6 +261,12 @@ def _check_node(
         if finite and isinstance(value, float) and not math.isfinite(value):
             raise StorageContentError(
                 _path_text(path), f"is {value!r}, which JSON cannot hold (JSON.stringify writes null)"
+            )
+        if type(value) is int and not -_EXACT_INTEGERS <= value <= _EXACT_INTEGERS and not _is_a_double(value):
+            raise StorageContentError(
+                _path_text(path),
+                f"is the integer {_int_text(value)}, which a JavaScript number cannot hold exactly "
+                "(pi would read it back as another number); store it as a string",
             )
         return None
     if isinstance(value, (Mapping, list, tuple)):

@@ -25,6 +25,8 @@ from . import jsjson, values
 from .admission import notify_admitted
 from .arguments import (
     require_address,
+    require_entry_id,
+    require_entry_projectors,
     require_message,
     require_optional_number,
     require_optional_str,
@@ -858,7 +860,7 @@ class StorageBackedSession(_StorageReads):
         if not isinstance(expected_tip, AnyTip):
             require_optional_str(expected_tip, "expected_tip")
         if entry_id is not None:
-            require_str(entry_id, "entry_id")
+            require_entry_id(entry_id)
         if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
             raise SessionPendingAssistantMessageError()
         retry = entry_id is not None
@@ -928,6 +930,7 @@ class StorageBackedSession(_StorageReads):
         applies none. Raises :class:`~sessiontree.errors.SessionInvariantError` for a branch that does
         not exist.
         """
+        require_entry_projectors(entry_projectors)
         if entry_projectors is None:
             from .plugins import get_registry  # the plugin machinery loads on first use
 

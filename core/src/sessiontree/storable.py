@@ -2,7 +2,7 @@
 
 A write must have a JSON text that reads back as the same thing: JSON values only (no sets, bytes or
 other objects), string object keys, finite numbers (but in ``usage``, where pi's sums write NaN as
-``null``), no container inside itself, and no value nested
+``null``), integers a JavaScript number holds exactly (``2**53 + 1`` is not one), no container inside itself, and no value nested
 deeper than :data:`~sessiontree.deepjson.MAX_DEPTH`. Entry and usage-row ids are strings, an entry's
 parent is a string or ``None``. Errors are :class:`~sessiontree.errors.StorageContentError` naming the
 field path (``message.content[2].input``).
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from .deepjson import check_storable, holds_json_types_only
+from .jsjson import may_hold_unsafe_integers
 from .errors import StorageContentError
 from .model import ABSENT, ENTRY_CLASSES, MessageEntry, UnknownEntry, UsageRow, record_fields
 from .wire import entry_to_wire, usage_row_to_wire
@@ -58,7 +59,7 @@ def check_new_writes(writes: Sequence[Write]) -> None:
     except TypeError:
         pass
     else:
-        if b"null" not in data and holds_json_types_only(values):
+        if b"null" not in data and not may_hold_unsafe_integers(data) and holds_json_types_only(values):
             return
     for is_payload, record in records:
         if is_payload:
@@ -117,7 +118,7 @@ def _proves_payloads(payloads: list[Any]) -> bool:
         data = orjson.dumps(payloads, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         return False
-    return b"null" not in data and holds_json_types_only(payloads)
+    return b"null" not in data and not may_hold_unsafe_integers(data) and holds_json_types_only(payloads)
 
 
 def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
@@ -144,7 +145,7 @@ def proves_new_entry_and_value(entry: Any, value: Any) -> bool:
         data = orjson.dumps(members, default=_refuse, option=_FAST_OPTIONS)
     except TypeError:
         return False
-    return b"null" not in data and holds_json_types_only(members)
+    return b"null" not in data and not may_hold_unsafe_integers(data) and holds_json_types_only(members)
 
 
 def _is_plain_message_entry(entry: MessageEntry) -> bool:
@@ -175,7 +176,11 @@ def proves_encoded_entries(
     if plain:
         return True
     # Each root writes "parentId":null, so the count is at least the roots; equal means no other null.
-    return text.count(b"null") == parents.count(None) and holds_json_types_only(records)
+    return (
+        text.count(b"null") == parents.count(None)
+        and not may_hold_unsafe_integers(text)
+        and holds_json_types_only(records)
+    )
 
 
 def are_exact_ids(ids: Iterable[Any], parents: Iterable[Any]) -> bool:
