@@ -19,7 +19,8 @@ def test_session_branch_projects_in_path_order_with_linked_tool_result() -> None
         main = session.lane("main", model={"provider": "a", "modelId": "b"})
         main.append_message({"role": "user", "content": "hi", "timestamp": 1})
         call = main.append_message({"role": "assistant", "stopReason": "toolUse", "timestamp": 2, "content": [
-            {"type": "thinking", "thinking": "hm"}, {"type": "toolCall", "id": "c1", "name": "ls", "arguments": {}},
+            {"type": "thinking", "thinking": "hm"},
+            {"type": "toolCall", "id": "c1", "name": "ls", "arguments": {}},
             {"type": "toolCall", "id": "c2", "name": "cat", "arguments": {"p": 1}}]})
         main.append_message({"role": "toolResult", "toolCallId": "c2", "toolName": "cat", "content": [],
                              "isError": True, "timestamp": 3})

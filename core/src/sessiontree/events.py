@@ -169,9 +169,10 @@ class _Projector:
             yield from self._assistant(message, base)
         elif role == "toolResult":
             call_id = message.get("toolCallId")
+            call_entry = self.pending.pop(call_id, None) if isinstance(call_id, str) else None
             yield ToolResult(**base, call_id=call_id, tool_name=message.get("toolName"),
                              content=message.get("content"), is_error=message.get("isError") is True,
-                             call_entry_id=self.pending.pop(call_id, None) if isinstance(call_id, str) else None)
+                             call_entry_id=call_entry)
         elif role == "custom":
             yield CustomMessage(**base, custom_type=message.get("customType"), content=message.get("content"))
         else:
