@@ -1,0 +1,43 @@
+"""The console-event projection of pi 0.87.1's v4 golden files equals the committed expectation files.
+
+``SESSIONTREE_REGEN_EVENTS=1`` rewrites them (then review the diff by hand).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sessiontree.events import event_to_json, project_entries
+from sessiontree.fs import LocalFileSystem
+from sessiontree.queries import BranchScan
+from sessiontree.values import value
+from sessiontree_conformance.golden import pi_fixtures
+from sessiontree_jsonl import JsonlStorage
+from sessiontree_jsonl.legacy_v3 import LegacyV3Options
+
+EXPECTED = Path(__file__).parent / "fixtures" / "events"
+FILES = [p for p in sorted((pi_fixtures() / "v4").glob("*.jsonl"))]
+
+
+def _project(path: Path) -> dict[str, list]:
+    fs = LocalFileSystem(path.parent)
+    with JsonlStorage.open(path.name, fs=fs, legacy_options=LegacyV3Options(compatibility="pi")) as storage:
+        out = {}
+        for tip in storage.scan_values(value("pi.branch.tip")):
+            path_entries = [] if tip.value is None else storage.scan_branch(
+                BranchScan(start=tip.value, order="oldest_first"))
+            out[tip.address.key] = [event_to_json(e) for e in project_entries(path_entries, tip.address.key)]
+        return out
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_golden_projection_matches_expectation(path: Path) -> None:
+    got = json.loads(json.dumps(_project(path)))
+    target = EXPECTED / (path.stem + ".events.json")
+    if os.environ.get("SESSIONTREE_REGEN_EVENTS"):
+        target.write_text(json.dumps(got, indent=1) + "\n")
+    assert got == json.loads(target.read_text())
