@@ -9,9 +9,10 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from sessiontree.events import event_to_json, project_entries
+from sessiontree.events import event_schema, event_to_json, project_entries
 from sessiontree.fs import LocalFileSystem
 from sessiontree.queries import BranchScan
 from sessiontree.values import value
@@ -41,3 +42,18 @@ def test_golden_projection_matches_expectation(path: Path) -> None:
     if os.environ.get("SESSIONTREE_REGEN_EVENTS"):
         target.write_text(json.dumps(got, indent=1) + "\n")
     assert got == json.loads(target.read_text())
+
+
+SCHEMA_FILE = Path(__file__).parents[1] / "docs" / "events.schema.json"
+
+
+def test_committed_schema_is_the_generated_one() -> None:
+    assert json.loads(SCHEMA_FILE.read_text()) == event_schema(), "run python -m sessiontree.events"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_golden_events_validate_against_the_schema(path: Path) -> None:
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
+    events = [event for branch in _project(path).values() for event in branch]
+    for event in json.loads(json.dumps(events)):
+        validator.validate(event)

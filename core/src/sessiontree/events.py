@@ -229,3 +229,33 @@ def event_to_json(event: Event) -> dict[str, Any]:
     for field in attrs.fields(type(event)):
         out[_camel(field.name)] = getattr(event, field.name)
     return out
+
+
+_SCHEMA_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "None": "null"}
+
+
+def _field_schema(annotation: str) -> dict[str, Any]:
+    if annotation == "Any":
+        return {}
+    kinds = [_SCHEMA_TYPES[part.strip()] for part in annotation.split("|")]
+    return {"type": kinds[0] if len(kinds) == 1 else kinds}
+
+
+def event_schema() -> dict[str, Any]:
+    """The JSON Schema of :func:`event_to_json`'s output, generated from the event classes."""
+    variants = []
+    for cls, name in _TYPES.items():
+        fields = attrs.fields(cls)
+        properties = {"type": {"const": name}}
+        properties.update({_camel(f.name): _field_schema(str(f.type)) for f in fields})
+        variants.append({"title": cls.__name__, "type": "object", "properties": properties,
+                         "required": list(properties), "additionalProperties": False})
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "sessiontree console event",
+            "oneOf": variants}
+
+
+if __name__ == "__main__":  # python -m sessiontree.events > docs/events.schema.json
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(event_schema(), indent=1) + "\n")
