@@ -26,12 +26,12 @@ $(PEERS_STAMP): benchmarks/requirements-peers.txt
 
 peers: $(PEERS_STAMP)
 
-# The pi oracle (node 22 + pi from npm, cached in ~/.cache) is installed once up front when shared/ lies
-# beside the checkout, so parallel test workers never install it concurrently; its tests skip without it.
+# The pi oracle (node 22 + pi from npm, cached in ~/.cache) is installed and proven once up front when shared/
+# lies beside the checkout, so parallel test workers never install it concurrently; its tests skip without it.
 ORACLE_SETUP := ../shared/oracle/setup.sh
 
 test: $(STAMP)
-	@if [ -f $(ORACLE_SETUP) ]; then bash $(ORACLE_SETUP) >/dev/null 2>&1 || echo "pi oracle could not be installed: its tests will skip"; fi
+	@if [ -f $(ORACLE_SETUP) ]; then bash scripts/oracle-ready.sh $(abspath ../shared) || echo "pi oracle could not be installed: its tests will skip"; fi
 	$(BIN)/python -m pytest -n auto -q
 	$(BIN)/python -m pytest -q -m slow
 
