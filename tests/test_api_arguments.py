@@ -155,6 +155,9 @@ def test_context_of_a_branch_stays_buildable_after_a_refused_none_message(sessio
         ({"cwd": 3}, TypeError, "cwd must be a str or None"),
         ({"cwd": "/work", "id": 5}, TypeError, "id must be a str or None"),
         ({"cwd": "/work", "parent_session_id": ["p"]}, TypeError, "parent_session_id must be a str or None"),
+        ({"cwd": "/work", "id": ""}, InvalidArgumentError, "cannot be a session id: it is empty"),
+        ({"cwd": "/work", "id": "a\x00b"}, InvalidArgumentError, "cannot be a session id: it holds NUL"),
+        ({"cwd": "/work", "id": "x\udc80"}, InvalidArgumentError, "cannot be a session id: it holds a lone"),
     ],
 )
 def test_create_checks_its_arguments_before_creating_anything(

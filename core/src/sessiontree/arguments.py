@@ -17,6 +17,7 @@ from .model import Address, SessionMetadata
 __all__ = [
     "check_create_arguments",
     "check_fork_arguments",
+    "name_segment_problem",
     "require_address",
     "require_entry_id",
     "require_entry_projectors",
@@ -24,6 +25,7 @@ __all__ = [
     "require_optional_number",
     "require_optional_str",
     "require_path_str",
+    "require_session_id",
     "require_str",
     "session_id_of",
 ]
@@ -95,9 +97,49 @@ def require_message(value: Any) -> None:
         raise TypeError(f"message must be a JSON object (dict), not {_type_name(value)}")
 
 
+def require_session_id(value: Any, name: str = "id") -> None:
+    """``name``, a session id the caller chooses, must be one pi's JSON can hold: a non-empty string without
+    NUL and without lone surrogates. A backend that maps ids to names adds its own limits
+    (:func:`name_segment_problem`)."""
+    require_str(value, name)
+    if not value:
+        problem: str | None = "it is empty"
+    elif "\x00" in value:
+        problem = "it holds NUL (\\x00)"
+    else:
+        problem = None if _utf8_encodable(value) else "it holds a lone surrogate, which UTF-8 cannot encode"
+    if problem:
+        raise InvalidArgumentError(f"{name} {value!r} cannot be a session id: {problem}")
+
+
+def name_segment_problem(value: str, max_bytes: int) -> str | None:
+    """Why ``value`` cannot be one segment of a path or object key as it stands (``None`` when it can): a
+    ``/`` or ``\\``, ``.`` or ``..``, a control character (a newline...), more than ``max_bytes`` UTF-8 bytes."""
+    if value in (".", ".."):
+        return "'.' and '..' name directories"
+    if "/" in value or "\\" in value:
+        return "it holds a path separator ('/' or '\\')"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return "it holds a control character"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        return f"it is {size} UTF-8 bytes long, more than the {max_bytes} this backend can name"
+    return None
+
+
+def _utf8_encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_create_arguments(*, id: Any, cwd: Any, parent_session_id: Any) -> None:
-    """The arguments of a repository's ``create``."""
+    """The arguments of a repository's ``create``; a chosen ``id`` must pass :func:`require_session_id`."""
     require_optional_str(id, "id")
+    if id is not None:
+        require_session_id(id, "id")
     require_path_str(cwd, "cwd")
     require_optional_str(parent_session_id, "parent_session_id")
 
@@ -117,6 +159,8 @@ def check_fork_arguments(source: Any, options: Any) -> str:
     if not isinstance(options, (BranchFork, TreeFork)):
         raise TypeError(f"options must be a BranchFork or a TreeFork, not {_type_name(options)}")
     require_optional_str(options.id, "options.id")
+    if options.id is not None:
+        require_session_id(options.id, "options.id")
     if isinstance(options, BranchFork):
         require_str(options.branch, "options.branch")
         require_optional_str(options.entry_id, "options.entry_id")

@@ -15,6 +15,7 @@ from sessiontree.contracts import BranchFork, TreeFork
 from sessiontree.dump import format_dump
 from sessiontree.errors import (
     ForkError,
+    InvalidArgumentError,
     SessionExistsError,
     SessionNotFoundError,
     SessionOpenError,
@@ -171,7 +172,7 @@ def test_create_sees_sessions_other_writers_added(tmp_path: Path, fs: CountingFS
 
 
 def test_a_failed_create_leaves_no_file(repo: JsonlSessionRepo, tmp_path: Path) -> None:
-    with pytest.raises(StorageValidationError):
+    with pytest.raises(InvalidArgumentError, match="lone surrogate"):
         repo.create(id="bad \ud800", cwd="/w")
     assert not any(p.is_file() for p in (tmp_path / "sessions").rglob("*"))
     repo.create(id="ok", cwd="/w").close()
