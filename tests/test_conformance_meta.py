@@ -73,6 +73,7 @@ SURROGATES_REOPENED = "test_lone_surrogates_in_messages_are_kept_as_they_are"
 SESSION_TEXT_REOPENED = "test_session_text_with_a_lone_surrogate_is_kept_exactly_or_refused"
 CONCURRENT_WRITERS = "test_two_repositories_commit_to_one_session_in_turn"
 OPEN_BY_ID_NEW_REPO = "test_opens_by_id_from_a_new_repository"
+DELETED_ELSEWHERE = "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds"
 REQUIRED_CAPABILITIES = "test_claims_every_capability_pi_requires"
 PRECONDITIONS = "test_commit_preconditions_refuse_the_whole_commit_when_one_fails"
 NEXT_SEQ = "test_next_seq_is_the_first_seq_of_the_next_commit"
@@ -104,7 +105,7 @@ OWNER_CASES = frozenset(
 
 # --- one table per backend ----------------------------------------------------------------------
 
-UNCLAIMED_BY_MEMORY = frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS})
+UNCLAIMED_BY_MEMORY = frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS, DELETED_ELSEWHERE})
 """The capability-gated cases of the memory backend's run: it claims neither capability."""
 
 CLEAN = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
@@ -200,6 +201,7 @@ OVERCLAIMS = Expected(
             SESSION_TEXT_REOPENED,
             OPEN_BY_ID_NEW_REPO,
             CONCURRENT_WRITERS,
+            DELETED_ELSEWHERE,
             LOST_ACK_RETRY,
         }
     ),

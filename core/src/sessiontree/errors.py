@@ -26,6 +26,7 @@ __all__ = [
     "SessionBranchExistsError",
     "SessionClosedError",
     "SessionConflictError",
+    "SessionDeletedError",
     "SessionError",
     "SessionExistsError",
     "SessionInvalidBranchError",
@@ -132,6 +133,11 @@ class SessionNotFoundError(SessionTreeError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "Unknown session"
+
+
+class SessionDeletedError(SessionNotFoundError):
+    """The session was deleted (by another repository or process) while this handle had it open; nothing
+    of the refused write was stored. Reopen or create the id again to go on."""
 
 
 class SessionExistsError(SessionTreeError):

@@ -14,6 +14,7 @@ import pytest
 
 from sessiontree import jsjson
 from sessiontree.errors import (
+    SessionDeletedError,
     SessionExistsError,
     StorageClosedError,
     StorageFormatError,
@@ -341,7 +342,7 @@ def test_failed_append_leaves_a_valid_file(path: Path, fail_truncate: bool) -> N
 def test_deleted_file_is_not_recreated(path: Path, storage: JsonlStorage) -> None:
     storage.commit([message("e1", None)])
     os.unlink(path)
-    with pytest.raises(StorageIOError, match="^Failed to append JSONL storage .*no longer exists"):
+    with pytest.raises(SessionDeletedError, match="^Session was deleted: .*no longer exists"):
         storage.commit([message("e2", "e1")])
     assert not path.exists()
     # Reads still answer from what was read before.

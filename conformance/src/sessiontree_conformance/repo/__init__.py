@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from ._support import RepoSuiteBase
+from .deletion import RepoDeletionSuite
 from .extra import RepoExtraSuite
 from .fork_coordination import RepoForkCoordinationSuite
 from .forks import RepoForkSuite
@@ -25,6 +26,7 @@ from .streaming_fork import RepoStreamingForkSuite
 __all__ = [
     "PI_REPO_GROUPS",
     "PI_STREAMING_FORK_GROUPS",
+    "RepoDeletionSuite",
     "RepoExtraSuite",
     "RepoForkCoordinationSuite",
     "RepoForkSuite",

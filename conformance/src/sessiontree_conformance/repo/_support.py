@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from sessiontree.contracts import Session, SessionRepo
+from sessiontree.contracts import Backend, Session, SessionRepo
 from sessiontree.model import ABSENT, Absent, Address, JsonValue, SessionStats
 
 from ..builders import zero_usage
@@ -71,6 +73,21 @@ class RepoSuiteBase(BaseConformanceFixtures):
                 errors.append(error)
         if errors:
             raise errors[0]
+
+    @contextlib.contextmanager
+    def open_in_another_repository(self, backend: Backend, session_id: str) -> Iterator[Session]:
+        """Session ``session_id`` opened from a second repository of ``backend``; both closed on exit."""
+        opened = backend.open_repo()
+        try:
+            other = self.harness.wrap_repo(opened)
+            [metadata] = [metadata for metadata in other.list() if metadata.id == session_id]
+            session = other.open(metadata)
+            try:
+                yield session
+            finally:
+                session.close()
+        finally:
+            opened.close()
 
 
 def zero_stats() -> SessionStats:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from sessiontree.errors import StorageIOError
+from sessiontree.errors import SessionDeletedError, StorageIOError
 from sessiontree.fs import FileHandle, FileSystem
 
 from .io import io_error, io_errors
@@ -26,8 +26,9 @@ _MAX_REPLACED_RETRIES = 100
 def locked_session_file(fs: FileSystem, path: str, *, display_path: str) -> Iterator[FileHandle]:
     """Open the existing session file at ``path`` for appending and hold its writer lock.
 
-    Never creates the file: a session file that disappeared raises :class:`StorageIOError`
-    (``Failed to append JSONL storage <path>: ...``) instead of silently starting a header-less file.
+    Never creates the file: a session file that disappeared (a delete, which takes this lock before it
+    unlinks, so no commit is acknowledged into an unlinked file) raises :class:`SessionDeletedError`
+    instead of silently starting a header-less file.
     """
     for _ in range(_MAX_REPLACED_RETRIES):
         handle = _open_existing(fs, path, display_path)
@@ -39,9 +40,7 @@ def locked_session_file(fs: FileSystem, path: str, *, display_path: str) -> Iter
                     except FileNotFoundError:
                         current = None
                 if current is None:
-                    raise StorageIOError(
-                        f"Failed to append JSONL storage {display_path}: the session file was deleted"
-                    )
+                    raise _deleted(display_path)
                 if current == handle.identity():
                     yield handle
                     return
@@ -56,9 +55,13 @@ def _open_existing(fs: FileSystem, path: str, display_path: str) -> FileHandle:
     try:
         return fs.open_file(path, writable=True)
     except FileNotFoundError as error:
-        raise StorageIOError(
-            f"Failed to append JSONL storage {display_path}: the session file no longer exists "
-            "(it is not recreated without its header)"
-        ) from error
+        raise _deleted(display_path) from error
     except OSError as error:
         raise io_error("Failed to append JSONL storage", display_path, error) from error
+
+
+def _deleted(display_path: str) -> SessionDeletedError:
+    return SessionDeletedError(
+        f"Session was deleted: {display_path} no longer exists (nothing was appended; it is not "
+        "recreated without its header)"
+    )

@@ -33,6 +33,7 @@ from sessiontree.admission import notify_admitted
 from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
+    InvalidArgumentError,
     SessionExistsError,
     SessionNotFoundError,
     SessionOpenError,
@@ -55,6 +56,7 @@ from .fork_open import OpenFork, OpenForkSelection, fork_open_source
 from .header import JsonlHeader, LegacyV3Header, parse_session_header
 from .io import Durability, check_durability, publish_atomically
 from .legacy_v3 import LegacyV3Options, read_lenient_header, resolve_legacy_parent
+from .locking import locked_session_file
 from .naming import SESSION_FILE_EXTENSION, session_directory_name, session_file_name, session_file_suffix
 from .restore import restore_session_file
 from .storage import JsonlStorage
@@ -78,6 +80,10 @@ class ListResult:
 
     sessions: list[SessionMetadata]
     errors: list[ListError]
+
+
+_MAX_FILE_NAME_BYTES = 255  # NAME_MAX of Linux, macOS and Windows file systems
+_STAGING_SUFFIX_LENGTH = len(".0123456789abcdef.tmp")
 
 
 def _wall_clock_ms() -> int:
@@ -177,14 +183,22 @@ class JsonlSessionRepo:
             self._pending.discard(key)
 
     def _new_session_path(self, cwd: str, session_id: str, created_at: int) -> str:
-        """pi's ``resolveNewSessionPath``: refuse an id already used in this cwd's directory."""
+        """pi's ``resolveNewSessionPath``: refuse an id already used in this cwd's directory, and one
+        whose file name (``<timestamp>_<encodeURIComponent(id)>.jsonl`` and the staging suffix) is longer
+        than a file system can name."""
+        name = session_file_name(created_at, session_id)
+        if len(name) + _STAGING_SUFFIX_LENGTH > _MAX_FILE_NAME_BYTES:  # the name is ASCII
+            raise InvalidArgumentError(
+                f"id {session_id!r} cannot be a session id: its file name {name!r} is {len(name)} bytes, "
+                f"more than the {_MAX_FILE_NAME_BYTES - _STAGING_SUFFIX_LENGTH} a JSONL session file can have"
+            )
         directory = self.session_directory(cwd)
         suffix = session_file_suffix(session_id)
         if suffix in self._known_suffixes(directory):
             raise SessionExistsError(f"Session already exists: {session_id}")
         with _io("Failed to create sessions directory", directory):
             self.fs.mkdirs(directory)
-        return self.fs.join(directory, session_file_name(created_at, session_id))
+        return self.fs.join(directory, name)
 
     def _known_suffixes(self, directory: str) -> set[str]:
         try:
@@ -640,7 +654,9 @@ class JsonlSessionRepo:
             if not exists:
                 raise SessionNotFoundError(f"Session file does not exist: {path}")
             self._check_header(path, metadata)
-            with _io("Failed to delete session", path):
+            # Under the writer lock: a commit of another process either lands before the unlink or
+            # finds the file gone, never acknowledges a line into the unlinked file.
+            with locked_session_file(self.fs, path, display_path=path), _io("Failed to delete session", path):
                 self.fs.remove(path)
             self._directories.pop(_parent_directory(path), None)
             self._directories.pop(_parent_directory(self.fs.absolute(str(metadata.path))), None)

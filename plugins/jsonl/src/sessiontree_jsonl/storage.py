@@ -35,6 +35,7 @@ from sessiontree.contracts import ForkOptions
 from sessiontree.dump import DumpInventory
 from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.errors import (
+    SessionDeletedError,
     SessionExistsError,
     StorageConflictError,
     StorageFormatError,
@@ -426,6 +427,11 @@ class JsonlStorage(StateStorage):
                 raise StorageConflictError(
                     f"Invalid JSONL storage {self._display_path}: the file now holds session {header.id}, "
                     f"not {self._generation.header.id}"
+                )
+            if header.created_at != self._generation.header.created_at:
+                raise SessionDeletedError(
+                    f"Session was deleted: {header.id} ({self._display_path} now holds a new session "
+                    "created under its id; nothing was appended)"
                 )
             with io_errors("Failed to read JSONL storage", self._display_path):
                 generation = load_generation(
