@@ -114,7 +114,8 @@ def require_session_id(value: Any, name: str = "id") -> None:
 
 def name_segment_problem(value: str, max_bytes: int) -> str | None:
     """Why ``value`` cannot be one segment of a path or object key as it stands (``None`` when it can): a
-    ``/`` or ``\\``, ``.`` or ``..``, a control character (a newline...), more than ``max_bytes`` UTF-8 bytes."""
+    ``/`` or ``\\``, ``.`` or ``..``, a control character (a newline...), more than ``max_bytes`` UTF-8
+    bytes."""
     if value in (".", ".."):
         return "'.' and '..' name directories"
     if "/" in value or "\\" in value:

@@ -33,7 +33,8 @@ def gated(lock, prepared):
     return persist(lock, prepared)
 
 def message(entry_id, parent):
-    return insert_entry(MessageEntry(id=entry_id, parent_id=parent, message={"role": "user", "content": entry_id, "timestamp": 1}))
+    content = {"role": "user", "content": entry_id, "timestamp": 1}
+    return insert_entry(MessageEntry(id=entry_id, parent_id=parent, message=content))
 
 storage.persist = gated
 storage.commit([message("in-flight", "first")])
@@ -58,8 +59,8 @@ def _a_lock_request_waits_on(inode: int) -> bool:
 def test_a_delete_waits_for_a_commit_in_flight_and_the_next_commit_is_refused(tmp_path: Path) -> None:
     with JsonlSessionRepo(tmp_path / "sessions") as repo:
         session = repo.create(id="doomed", cwd="/w")
-        session.create_branch("main", None).append_message({"role": "user", "content": "x", "timestamp": 1},
-                                                           entry_id="first")
+        first = {"role": "user", "content": "x", "timestamp": 1}
+        session.create_branch("main", None).append_message(first, entry_id="first")
         path = str(session.metadata.path)
         session.close()
         inode = os.stat(path).st_ino

@@ -127,7 +127,9 @@ class RepoDeletionSuite(RepoSuiteBase):
             survivor.close()
 
     @pytest.mark.parametrize("session_id", UNSTORABLE_IDS, ids=["empty", "nul", "lone-surrogate"])
-    def test_an_id_no_backend_can_store_is_refused_at_create(self, repo: SessionRepo, session_id: str) -> None:
+    def test_an_id_no_backend_can_store_is_refused_at_create(
+        self, repo: SessionRepo, session_id: str
+    ) -> None:
         """An empty id, or one holding NUL or a lone surrogate, raises ``InvalidArgumentError`` and
         creates nothing."""
         with pytest.raises(InvalidArgumentError, match="cannot be a session id"):

@@ -12,9 +12,8 @@ appends of :mod:`.many_writers` and the owner views of :mod:`.owners`.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -56,8 +55,8 @@ from ..builders import (
 from ..capabilities import REQUIRED_CAPABILITIES
 from ..harness import race
 from ._support import RepoSuiteBase, current_value, listed_ids
-from .forks import commit, custom, scoped_values_source_writes
 from .deletion import RepoDeletionSuite
+from .forks import commit, custom, scoped_values_source_writes
 from .many_writers import RepoManyWritersSuite
 from .owners import RepoOwnersSuite
 from .session_rules import RepoSessionRulesSuite

@@ -32,6 +32,7 @@ import attrs
 from sessiontree.admission import notify_admitted
 from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
 from sessiontree.contracts import ForkOptions
+from sessiontree.engine import SessionState
 from sessiontree.errors import (
     InvalidArgumentError,
     SessionExistsError,
@@ -41,7 +42,6 @@ from sessiontree.errors import (
     StorageIOError,
     StorageValidationError,
 )
-from sessiontree.engine import SessionState
 from sessiontree.findings import Finding
 from sessiontree.fs import FileHandle, FileInfo, FileSystem, LocalFileSystem
 from sessiontree.ids import uuidv7
