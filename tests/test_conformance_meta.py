@@ -74,6 +74,7 @@ SESSION_TEXT_REOPENED = "test_session_text_with_a_lone_surrogate_is_kept_exactly
 CONCURRENT_WRITERS = "test_two_repositories_commit_to_one_session_in_turn"
 OPEN_BY_ID_NEW_REPO = "test_opens_by_id_from_a_new_repository"
 DELETED_ELSEWHERE = "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds"
+DELETED_IN_ANOTHER_PROCESS = "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends"
 REQUIRED_CAPABILITIES = "test_claims_every_capability_pi_requires"
 PRECONDITIONS = "test_commit_preconditions_refuse_the_whole_commit_when_one_fails"
 NEXT_SEQ = "test_next_seq_is_the_first_seq_of_the_next_commit"
@@ -105,7 +106,9 @@ OWNER_CASES = frozenset(
 
 # --- one table per backend ----------------------------------------------------------------------
 
-UNCLAIMED_BY_MEMORY = frozenset({PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS, DELETED_ELSEWHERE})
+UNCLAIMED_BY_MEMORY = frozenset(
+    {PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS, DELETED_ELSEWHERE, DELETED_IN_ANOTHER_PROCESS}
+)
 """The capability-gated cases of the memory backend's run: it claims neither capability."""
 
 CLEAN = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
@@ -205,6 +208,7 @@ OVERCLAIMS = Expected(
             LOST_ACK_RETRY,
         }
     ),
+    skip=frozenset({DELETED_IN_ANOTHER_PROCESS}),  # no backend_recipe
 )
 DENIES_REOPEN = Expected(REPO_EXTRAS, fail=frozenset({REQUIRED_CAPABILITIES}), skip=UNCLAIMED_BY_MEMORY)
 # Its commit that should have conflicted lands and moves the next seq.

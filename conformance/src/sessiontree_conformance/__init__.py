@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from .fixtures import BaseConformanceFixtures, ConformanceFixtures
 from .gating import CommitDiscarded, GatingStorage, InstrumentedStorage, StorageDecorator
+from .other_process import BackendRecipe
 from .reference import ReferenceSession, ReferenceStorage
 from .repo import (
     RepoExtraSuite,
@@ -62,6 +63,7 @@ from .storage import (
 )
 
 __all__ = [
+    "BackendRecipe",
     "BaseConformanceFixtures",
     "CommitDiscarded",
     "ConformanceFixtures",

@@ -30,6 +30,7 @@ from sessiontree.contracts import Backend, Capabilities
 
 from .capabilities import OPTIONAL_CAPABILITIES, REQUIRED_CAPABILITIES, capability_skip_reason
 from .harness import OPERATION_TIMEOUT, AsyncHarness, Harness, IssuedCall, SyncHarness, load_aio
+from .other_process import BackendRecipe
 
 __all__ = ["BaseConformanceFixtures", "ConformanceFixtures"]
 
@@ -155,6 +156,13 @@ class ConformanceFixtures(BaseConformanceFixtures):
 
     Combine it with suite mixins in any order: ``class TestMine(ConformanceFixtures, StorageSuite)``.
     """
+
+    @pytest.fixture
+    def backend_recipe(self) -> BackendRecipe | None:
+        """How another process builds the same backend (a :class:`BackendRecipe`), for the cross-process
+        cases; ``None`` (the default) skips them, naming this fixture. Override it to run them, e.g. with
+        ``backend`` returning ``backend_recipe.build()``."""
+        return None
 
     @pytest.fixture
     def backend(self) -> Backend:

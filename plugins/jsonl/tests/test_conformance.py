@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from sessiontree.contracts import Backend
-from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
+    BackendRecipe,
     ConformanceFixtures,
     RepoExtraSuite,
     RepoRuntimeSuite,
@@ -20,8 +20,12 @@ from sessiontree_conformance import (
 
 class JsonlFixtures(ConformanceFixtures):
     @pytest.fixture
-    def backend(self, tmp_path: Path) -> Backend:
-        return get_registry().backend("jsonl", url=f"jsonl://{tmp_path / 'sessions'}")
+    def backend_recipe(self, tmp_path: Path) -> BackendRecipe:
+        return BackendRecipe("jsonl", {"url": f"jsonl://{tmp_path / 'sessions'}"})
+
+    @pytest.fixture
+    def backend(self, backend_recipe: BackendRecipe) -> Backend:
+        return backend_recipe.build()
 
 
 class TestJsonlStorage(JsonlFixtures, StorageSuite): ...

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sessiontree.contracts import Backend
-from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
+    BackendRecipe,
     ConformanceFixtures,
     RepoExtraSuite,
     RepoRuntimeSuite,
@@ -19,8 +19,12 @@ from sessiontree_conformance import (
 
 class PostgresFixtures(ConformanceFixtures):
     @pytest.fixture
-    def backend(self, postgres_url: str) -> Backend:
-        return get_registry().backend("postgres", url=postgres_url)
+    def backend_recipe(self, postgres_url: str) -> BackendRecipe:
+        return BackendRecipe("postgres", {"url": postgres_url})
+
+    @pytest.fixture
+    def backend(self, backend_recipe: BackendRecipe) -> Backend:
+        return backend_recipe.build()
 
 
 class TestPostgresStorage(PostgresFixtures, StorageSuite): ...

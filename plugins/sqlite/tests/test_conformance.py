@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sessiontree.contracts import Backend
-from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
+    BackendRecipe,
     ConformanceFixtures,
     RepoExtraSuite,
     RepoRuntimeSuite,
@@ -21,14 +21,22 @@ from sessiontree_conformance import (
 
 class SharedFixtures(ConformanceFixtures):
     @pytest.fixture
-    def backend(self, tmp_path: Path) -> Backend:
-        return get_registry().backend("sqlite", url=f"sqlite://{tmp_path / 'sessions.sqlite'}")
+    def backend_recipe(self, tmp_path: Path) -> BackendRecipe:
+        return BackendRecipe("sqlite", {"url": f"sqlite://{tmp_path / 'sessions.sqlite'}"})
+
+    @pytest.fixture
+    def backend(self, backend_recipe: BackendRecipe) -> Backend:
+        return backend_recipe.build()
 
 
 class DirectoryFixtures(ConformanceFixtures):
     @pytest.fixture
-    def backend(self, tmp_path: Path) -> Backend:
-        return get_registry().backend("sqlite", url=f"sqlite://{tmp_path / 'sessions'}/")
+    def backend_recipe(self, tmp_path: Path) -> BackendRecipe:
+        return BackendRecipe("sqlite", {"url": f"sqlite://{tmp_path / 'sessions'}/"})
+
+    @pytest.fixture
+    def backend(self, backend_recipe: BackendRecipe) -> Backend:
+        return backend_recipe.build()
 
 
 class TestSqliteSharedStorage(SharedFixtures, StorageSuite): ...

@@ -19,6 +19,7 @@ from sessiontree.contracts import Backend, SessionRepo
 from sessiontree.errors import InvalidArgumentError, SessionNotFoundError, SessionOpenError
 
 from ..builders import ids
+from ..other_process import BackendRecipe, OtherProcessWriter
 from ._support import RepoSuiteBase, listed_ids
 
 __all__ = ["RepoDeletionSuite"]
@@ -89,6 +90,39 @@ class RepoDeletionSuite(RepoSuiteBase):
             assert ids(reopened.find_entries(order="asc")) == ["fresh"]
         finally:
             reopened.close()
+
+    def test_a_session_deleted_while_another_process_appends_refuses_its_later_appends(
+        self, backend_recipe: BackendRecipe | None, repo: SessionRepo
+    ) -> None:
+        """A writer process appends to a session; once this process's ``delete`` has returned, the writer's
+        next append is refused with ``SessionNotFoundError``, nothing of it is stored, and after the id is
+        created again the old writer still cannot append (the new session stays empty). Runs when the
+        backend's test class gives a ``backend_recipe``."""
+        self.require("supports_concurrent_writers")
+        if backend_recipe is None:
+            pytest.skip("cross-process case: give the test class a 'backend_recipe' fixture to run it")
+        doomed = self.create(repo, id="doomed")
+        doomed.create_branch("main", None).append_message(_message("before"))
+        doomed.close()
+        with OtherProcessWriter(backend_recipe, "doomed") as writer:
+            assert writer.append("acknowledged").startswith("acked "), "the writer could not append"
+            try:
+                repo.delete("doomed")
+            except SessionOpenError:
+                assert writer.append("still open elsewhere").startswith("acked ")
+                return
+            after = writer.append("after the delete")
+            assert after.startswith("refused-not-found "), f"an append after the delete: {after}"
+            assert "doomed" not in listed_ids(repo)
+            self.create(repo, id="doomed").close()
+            into_new = writer.append("into the new session")
+            assert into_new.startswith("refused-not-found "), f"an old writer's append: {into_new}"
+        reborn = repo.open("doomed")
+        try:
+            assert ids(reborn.find_entries(order="asc")) == []
+            assert reborn.branch("main") is None
+        finally:
+            reborn.close()
 
     def test_an_awkward_session_id_is_stored_faithfully_or_refused_at_create(self, repo: SessionRepo) -> None:
         """Each id in :data:`AWKWARD_IDS` is either refused by ``create`` (``InvalidArgumentError`` naming
