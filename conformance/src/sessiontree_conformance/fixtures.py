@@ -165,6 +165,13 @@ class ConformanceFixtures(BaseConformanceFixtures):
         return None
 
     @pytest.fixture
+    def plant_foreign_file(self) -> Callable[[str], str] | None:
+        """``plant(session_id) -> path``: puts a file that is not a session store (someone else's data)
+        where the backend would look for session ``session_id``, for the case that checks such a file is
+        never written; ``None`` (the default) skips it, naming this fixture."""
+        return None
+
+    @pytest.fixture
     def backend(self) -> Backend:
         """The backend under test. Must be overridden (a sync fixture; it may be parametrized)."""
         raise NotImplementedError(

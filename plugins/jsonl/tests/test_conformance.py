@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,7 @@ from sessiontree_conformance import (
     SessionRepoSuite,
     StorageSuite,
 )
+from sessiontree_jsonl.naming import session_directory_name
 
 
 class JsonlFixtures(ConformanceFixtures):
@@ -26,6 +30,20 @@ class JsonlFixtures(ConformanceFixtures):
     @pytest.fixture
     def backend(self, backend_recipe: BackendRecipe) -> Backend:
         return backend_recipe.build()
+
+    @pytest.fixture
+    def plant_foreign_file(self, tmp_path: Path, create_options: dict[str, Any]) -> Callable[[str], str]:
+        """A CSV file named like the session file pi would look for."""
+
+        def plant(session_id: str) -> str:
+            cwd = create_options.get("cwd", os.getcwd())  # the repository's default cwd
+            directory = tmp_path / "sessions" / session_directory_name(cwd)
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"2026-01-01T00-00-00-000Z_{session_id}.jsonl"
+            path.write_bytes(b"id,name\n1,someone else's data\n")
+            return str(path)
+
+        return plant
 
 
 class TestJsonlStorage(JsonlFixtures, StorageSuite): ...

@@ -11,12 +11,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessiontree.contracts import Backend, SessionRepo
-from sessiontree.errors import InvalidArgumentError, SessionNotFoundError, SessionOpenError
+from sessiontree.errors import (
+    InvalidArgumentError,
+    SessionNotFoundError,
+    SessionOpenError,
+    SessionTreeError,
+)
 
 from ..builders import ids
 from ..other_process import BackendRecipe, OtherProcessWriter
@@ -123,6 +130,29 @@ class RepoDeletionSuite(RepoSuiteBase):
             assert reborn.branch("main") is None
         finally:
             reborn.close()
+
+    def test_a_file_that_is_not_a_session_store_is_never_written(
+        self, plant_foreign_file: Callable[[str], str] | None, repo: SessionRepo
+    ) -> None:
+        """Where the backend would find session ``foreign`` lies a file of someone else's: ``open`` and
+        ``delete`` of that id raise sessiontree errors, ``list`` answers without it, and the file's bytes
+        and mode are exactly as they were. Runs when the test class gives a
+        ``plant_foreign_file`` fixture."""
+        if plant_foreign_file is None:
+            pytest.skip("give the test class a 'plant_foreign_file' fixture to run it")
+        path = plant_foreign_file("foreign")
+        before = (Path(path).read_bytes(), Path(path).stat().st_mode)
+        attempts: dict[str, Callable[[], Any]] = {
+            "open": lambda: repo.open("foreign").close(),
+            "delete": lambda: repo.delete("foreign"),
+        }
+        for name, attempt in attempts.items():
+            with pytest.raises(SessionTreeError):
+                attempt()
+            assert Path(path).exists(), f"{name} removed the foreign file"
+            assert (Path(path).read_bytes(), Path(path).stat().st_mode) == before, f"{name} wrote to it"
+        assert "foreign" not in listed_ids(repo)
+        assert (Path(path).read_bytes(), Path(path).stat().st_mode) == before, "list wrote to it"
 
     def test_an_awkward_session_id_is_stored_faithfully_or_refused_at_create(self, repo: SessionRepo) -> None:
         """Each id in :data:`AWKWARD_IDS` is either refused by ``create`` (``InvalidArgumentError`` naming
