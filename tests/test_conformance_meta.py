@@ -75,6 +75,7 @@ CONCURRENT_WRITERS = "test_two_repositories_commit_to_one_session_in_turn"
 OPEN_BY_ID_NEW_REPO = "test_opens_by_id_from_a_new_repository"
 DELETED_ELSEWHERE = "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds"
 DELETED_IN_ANOTHER_PROCESS = "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends"
+FOREIGN_FILE = "test_a_file_that_is_not_a_session_store_is_never_written"
 REQUIRED_CAPABILITIES = "test_claims_every_capability_pi_requires"
 PRECONDITIONS = "test_commit_preconditions_refuse_the_whole_commit_when_one_fails"
 NEXT_SEQ = "test_next_seq_is_the_first_seq_of_the_next_commit"
@@ -108,7 +109,7 @@ OWNER_CASES = frozenset(
 
 UNCLAIMED_BY_MEMORY = frozenset(
     {PERSISTENCE, OPEN_BY_ID_NEW_REPO, CONCURRENT_WRITERS, DELETED_ELSEWHERE, DELETED_IN_ANOTHER_PROCESS}
-)
+) | {FOREIGN_FILE}  # no plant_foreign_file fixture
 """The capability-gated cases of the memory backend's run: it claims neither capability."""
 
 CLEAN = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
@@ -208,7 +209,7 @@ OVERCLAIMS = Expected(
             LOST_ACK_RETRY,
         }
     ),
-    skip=frozenset({DELETED_IN_ANOTHER_PROCESS}),  # no backend_recipe
+    skip=frozenset({DELETED_IN_ANOTHER_PROCESS, FOREIGN_FILE}),  # no backend_recipe, no plant_foreign_file
 )
 DENIES_REOPEN = Expected(REPO_EXTRAS, fail=frozenset({REQUIRED_CAPABILITIES}), skip=UNCLAIMED_BY_MEMORY)
 # Its commit that should have conflicted lands and moves the next seq.
