@@ -12,10 +12,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
+from sessiontree.arguments import check_create_arguments, check_fork_arguments, name_segment_problem, session_id_of
 from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions, Storage
-from sessiontree.errors import SessionExistsError, SessionNotFoundError, SessionOpenError
+from sessiontree.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError, SessionOpenError
 from sessiontree.kit import KitSessionRepo, SessionHandle, is_utf8_text, require_utf8_text
 from sessiontree.model import SessionMetadata
 from sessiontree.owners import OWNER_KEY, Owner
@@ -55,6 +55,7 @@ class ObjstoreSessionRepo(KitSessionRepo):
     ) -> SessionHandle:
         self._assert_open()
         check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
+        _check_key_segment(session_id, "id")
         extra = None if owner is None else {OWNER_KEY: owner.to_json()}
         metadata = self._new_metadata(session_id, parent_session_id, extra)
         header = self._header(metadata, cwd)
@@ -129,6 +130,7 @@ class ObjstoreSessionRepo(KitSessionRepo):
     def fork(self, source: SessionMetadata | str, options: ForkOptions) -> SessionHandle:
         self._assert_open()
         check_fork_arguments(source, options)
+        _check_key_segment(options.id, "options.id")
         self._load_named(source, "source")
         return super().fork(source, options)
 
@@ -182,12 +184,23 @@ class ObjstoreSessionRepo(KitSessionRepo):
         return storage.compact()
 
 
+MAX_ID_BYTES = 255
+"""The longest session id (UTF-8 bytes): one name on common local file systems; an S3 key (1,024
+bytes) holds it with the root and the layout's names."""
+
+
+def _check_key_segment(session_id: str | None, name: str) -> None:
+    """A chosen id names the session's keys: refuse one that cannot be a single key segment (it would
+    leave the root, or never be listed or opened again)."""
+    if session_id is not None and (problem := name_segment_problem(session_id, MAX_ID_BYTES)):
+        raise InvalidArgumentError(f"{name} {session_id!r} cannot be a session id in an object store: {problem}")
+
+
 def _invalid_id(session_id: object) -> bool:
     return (
         not isinstance(session_id, str)
         or not session_id
-        or "/" in session_id
-        or session_id in (".", "..")
         or not is_utf8_text(session_id)
+        or name_segment_problem(session_id, MAX_ID_BYTES) is not None
     )
 

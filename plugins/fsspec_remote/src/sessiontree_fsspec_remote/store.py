@@ -18,7 +18,7 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import AsyncFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from .errors import missing_bucket, translate
+from .errors import local_write_error, missing_bucket, translate
 
 __all__ = ["ObjectStore"]
 
@@ -69,6 +69,10 @@ class ObjectStore:
                 self.fs.pipe_file(self.path(key), data, mode="create", **self._bounded())
         except FileExistsError:
             raise
+        except OSError as error:
+            if self._local:
+                raise local_write_error(error, self.location, key) from error
+            raise translate(error, "create", self.location, key) from error
         except Exception as error:
             raise translate(error, "create", self.location, key) from error
 
