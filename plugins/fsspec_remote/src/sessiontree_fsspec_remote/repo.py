@@ -8,6 +8,7 @@ creates the header object create-only (an id taken by any process is ``SessionEx
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,15 @@ from typing import Any
 from sessiontree.arguments import check_create_arguments, check_fork_arguments, name_segment_problem, session_id_of
 from sessiontree.admission import notify_admitted
 from sessiontree.contracts import ForkOptions, Storage
-from sessiontree.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError, SessionOpenError
+from sessiontree.errors import (
+    InvalidArgumentError,
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionOpenError,
+    StorageFormatError,
+    StorageIOError,
+)
+from sessiontree.findings import Finding
 from sessiontree.kit import KitSessionRepo, SessionHandle, is_utf8_text, require_utf8_text
 from sessiontree.model import SessionMetadata
 from sessiontree.owners import OWNER_KEY, Owner
@@ -26,6 +35,8 @@ from .storage import CompactReport, ObjstoreStorage, SnapshotPolicy, parse_heade
 from .store import ObjectStore
 
 __all__ = ["ObjstoreSessionRepo"]
+
+_log = logging.getLogger(__name__)
 
 
 class ObjstoreSessionRepo(KitSessionRepo):
@@ -162,17 +173,36 @@ class ObjstoreSessionRepo(KitSessionRepo):
             return []
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
-        """Every stored session's metadata, oldest first: one listing, concurrent header reads."""
+        """Every stored session's metadata, oldest first: one listing, concurrent header reads. A header
+        that cannot be read or parsed is skipped with a logged warning (:meth:`scan_sessions` returns it)."""
+        sessions, findings = self.scan_sessions()
+        for finding in findings:
+            _log.warning("Skipping stored session %s: %s", finding.path, finding.message)
+        return sessions
+
+    def scan_sessions(self) -> tuple[list[SessionMetadata], list[Finding]]:
+        """The readable sessions, oldest first, and a finding per header that could not be read
+        (:class:`sessiontree.contracts.SupportsScan`)."""
         self._assert_open()
-        names = self.store.children()
-        keys = [f"{name}/{layout.HEADER}" for name in names]
-        found = self.store.get_many(keys)
-        listed = [
-            parse_header(data, f"{self.store.location}/{key}").metadata()
-            for key, data in found.items()
-            if data is not None
+        keys = [f"{name}/{layout.HEADER}" for name in self.store.children()]
+        errors: dict[str, StorageIOError] = {}
+        found = self.store.get_many(keys, errors=errors)
+        listed: list[SessionMetadata] = []
+        findings = [
+            Finding(kind="unreadable", severity="error", path=self._where(key), message=str(error))
+            for key, error in errors.items()
         ]
-        return sorted(listed, key=lambda metadata: (metadata.created_at, metadata.id))
+        for key, data in found.items():
+            if data is None:
+                continue  # not a session (a deleted one's leftovers, a stray object)
+            try:
+                listed.append(parse_header(data, self._where(key)).metadata())
+            except (StorageFormatError, ValueError, TypeError, KeyError) as error:
+                findings.append(Finding(kind="unreadable", severity="error", path=self._where(key), message=str(error)))
+        return sorted(listed, key=lambda metadata: (metadata.created_at, metadata.id)), findings
+
+    def _where(self, key: str) -> str:
+        return f"{self.store.location}/{key}"
 
     def compact(self, metadata: SessionMetadata | str) -> CompactReport:
         """Snapshot a session and delete the commits and snapshots the snapshot makes redundant."""
