@@ -6,7 +6,7 @@ On :class:`~sessiontree.kit.StateStorage`, optimistic instead of locked:
   range — **one PUT, no read first**;
 * ``FileExistsError`` means another writer took that range, or our own earlier attempt landed and its
   reply was lost: the object is read back, and our transaction id means done. Otherwise this storage
-  catches up (one listing with ``StartAfter``, concurrent GETs) and validates the same writes again
+  waits (:class:`~.backoff.Backoff`: jittered, growing with the races lost in a row), catches up (one listing with ``StartAfter``, concurrent GETs) and validates the same writes again
   with the caller's expectations (``expected_tip`` and the session layer's ``expect``): they commit at
   the new head, or raise :class:`~sessiontree.errors.SessionConflictError`. Two commits never share a
   seq and a branch never forks silently;
@@ -45,6 +45,7 @@ from sessiontree.writes import EntryWrite, UsageWrite, Write
 from sessiontree_jsonl.header import JsonlHeader
 
 from . import layout
+from .backoff import Backoff
 from .store import ObjectStore
 
 __all__ = ["CompactReport", "ObjstoreStorage", "SnapshotPolicy"]
@@ -84,8 +85,11 @@ class _LostRace(Exception):  # noqa: N818 - a signal inside commit_locked
 class ObjstoreStorage(StateStorage):
     """A :class:`sessiontree.contracts.Storage` over one session prefix of an :class:`ObjectStore`.
 
-    Use :meth:`create` (a new session) or :meth:`load` (an existing one).
+    Use :meth:`create` (a new session) or :meth:`load` (an existing one). :attr:`backoff` is the wait
+    after a lost create-only race.
     """
+
+    backoff: Backoff = Backoff()
 
     def __init__(
         self,
@@ -107,6 +111,7 @@ class ObjstoreStorage(StateStorage):
         self._since_snapshot = (0, 0)
         self._stored_writes = 0  # writes in the snapshot and commits this state was built from
         self._fresh = True  # just loaded: the open-time check need not list again
+        self._losses = 0  # create-only races lost in a row
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -185,6 +190,9 @@ class ObjstoreStorage(StateStorage):
             try:
                 return super().commit_locked(lock, writes, timestamp, expectations)
             except _LostRace:
+                # Counted across the session layer's retries (a moved tip): reset by a won race only.
+                self.backoff.wait(self._losses)
+                self._losses += 1
                 self._catch_up_log()
                 caught_up = True
                 timestamp = self.next_timestamp()
@@ -219,6 +227,7 @@ class ObjstoreStorage(StateStorage):
 
     def apply(self, prepared: PreparedCommit, persisted: Any) -> CommitResult:
         _, size = persisted
+        self._losses = 0
         self._log_next = prepared.seqs[-1] + 1
         commits, total = self._since_snapshot
         self._since_snapshot = (commits + 1, total + size)
