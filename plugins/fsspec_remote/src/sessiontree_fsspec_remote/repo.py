@@ -31,6 +31,7 @@ from sessiontree.owners import OWNER_KEY, Owner
 from sessiontree_jsonl.header import JsonlHeader
 
 from . import layout
+from .deletion import delete_session
 from .storage import CompactReport, ObjstoreStorage, SnapshotPolicy, parse_header
 from .store import ObjectStore
 
@@ -115,16 +116,36 @@ class ObjstoreSessionRepo(KitSessionRepo):
     # --- the store is the catalog --------------------------------------------------------------
 
     def _load(self, session_id: str) -> None:
-        """Make sure a record exists for a stored session this repository has not seen."""
+        """Make sure a record exists for a stored session this repository has not seen, or replace a
+        closed one whose session another process deleted (and perhaps created again) since."""
         with self._lock:
-            if session_id in self._records:
+            record = self._records.get(session_id)
+        if record is not None:
+            if record.open or self._still_stored(record.storage):
                 return
+            self._forget(session_id, record)
         try:
             storage = ObjstoreStorage.load(self.store, session_id, now=self.now, policy=self.policy)
         except FileNotFoundError:
             raise SessionNotFoundError(f"Unknown session: {session_id}") from None
         if not self.adopt_stored(storage.metadata, storage):
             storage.close()
+
+    def _still_stored(self, storage: Storage) -> bool:
+        """Whether ``header.json`` is still the one ``storage`` was loaded or created with."""
+        assert isinstance(storage, ObjstoreStorage)
+        try:
+            return self.store.get(f"{storage.session}/{layout.HEADER}") == storage.header_data
+        except FileNotFoundError:
+            return False
+
+    def _forget(self, session_id: str, record: Any) -> None:
+        with self._lock:
+            if self._records.get(session_id) is not record or record.open:
+                return
+            del self._records[session_id]
+            self._catalog.pop(session_id, None)
+        record.close_for_good()
 
     def _load_named(self, ref: SessionMetadata | str, name: str) -> str:
         """The id ``ref`` names, its stored session loaded (an id no key can hold is not found)."""
@@ -146,31 +167,30 @@ class ObjstoreSessionRepo(KitSessionRepo):
         return super().fork(source, options)
 
     def delete(self, metadata: SessionMetadata | str) -> None:
-        """Delete a closed session (by id or metadata): its commits and snapshots, then its header."""
+        """Delete a closed session (by id or metadata): tombstone it (a writer elsewhere gets
+        ``SessionNotFoundError`` from then on), then remove its header, commits and snapshots."""
         self._assert_open()
         session = self._load_named(metadata, "metadata")
         with self._lock:
             record = self._records.get(session)
             if record is not None and record.open:
                 raise SessionOpenError(f"Session is open: {session}")
+        storage = record.storage if record is not None else None
         super().delete(metadata)
-        objects = self.store.list_after(f"{session}/log", "") + self.store.list_after(f"{session}/snap", "")
-        self.store.delete(objects)
-        self.store.delete([f"{session}/{layout.HEADER}"])
+        assert isinstance(storage, ObjstoreStorage)
+        delete_session(self.store, session, storage.prefix, storage.header_data)
 
     def stored_sessions(self, ref: SessionMetadata | str) -> list[SessionMetadata]:
         session_id = ref if isinstance(ref, str) else ref.id
         if _invalid_id(session_id):
             return []
+        try:
+            self._load(session_id)  # what the store holds now, not a deleted session's record
+        except SessionNotFoundError:
+            return []
         with self._lock:
             record = self._records.get(session_id)
-        if record is not None:
-            return [record.metadata]
-        key = f"{session_id}/{layout.HEADER}"
-        try:
-            return [parse_header(self.store.get(key), f"{self.store.location}/{key}").metadata()]
-        except FileNotFoundError:
-            return []
+        return [] if record is None else [record.metadata]
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
         """Every stored session's metadata, oldest first: one listing, concurrent header reads. A header
