@@ -2,7 +2,8 @@
 
 On :class:`~sessiontree.kit.KitSessionRepo`; the store, not this process, is the catalog: ``create``
 creates the header object create-only (an id taken by any process is ``SessionExistsError``);
-``open``/``fork``/``delete`` of a session this repository has not seen load it from the store;
+``open``/``fork``/``delete`` of a session this repository has not seen load it from the store, and of a
+closed one it has seen check its header first (another process may have deleted it, or created it again);
 ``list`` is one delimited listing of the prefix (a page per 1,000 sessions) plus concurrent header GETs.
 """
 
