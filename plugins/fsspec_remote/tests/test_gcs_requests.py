@@ -21,10 +21,14 @@ from gcs_replay import PRECONDITION_FAILED, ReplayServer, not_found, object_reso
 
 UPLOAD = "/upload/storage/v1/b/bkt/o"
 LIST = "/storage/v1/b/bkt/o"
+MEDIA = "/download/storage/v1/b/bkt/o/"
+INCARNATION = "0123456789abcdef" * 2
+TOMBSTONE = f"sessions/s1/{INCARNATION}/log/tombstone"
 
 
 @pytest.fixture
-def gcs() -> Iterator[ReplayServer]:
+def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
+    monkeypatch.setattr(layout, "new_incarnation", lambda: INCARNATION)  # scripted keys name it
     server = ReplayServer()
     yield server
     server.close()
@@ -38,17 +42,18 @@ def _backend(server: ReplayServer) -> Any:
 
 
 def test_a_new_session_and_its_commits_are_create_only_multipart_uploads(gcs: ReplayServer) -> None:
-    header, first_commit = "sessions/s1/header.json", "sessions/s1/log/000000000000/00000000000000000001.json"
+    header, first_commit = "sessions/s1/header.json", FIRST
     gcs.expect("POST", UPLOAD, 200, object_resource("bkt", header, 10))
     gcs.expect("POST", UPLOAD, 200, object_resource("bkt", first_commit, 10))
+    gcs.expect("GET", MEDIA + TOMBSTONE, 404, not_found("No such object"))  # not deleted: acknowledged
     with _backend(gcs).open_repo() as repo:
         session = repo.create(id="s1", cwd="/work/gcs")
         session.create_branch("main", None)
         session.close()
     assert gcs.mismatches == []
     uploads = gcs.requests
-    assert [request.upload_name() for request in uploads] == [header, first_commit]
-    for request in uploads:
+    assert [request.upload_name() for request in uploads if request.method == "POST"] == [header, first_commit]
+    for request in uploads[:2]:
         assert request.query["uploadType"] == "multipart" and request.query["ifGenerationMatch"] == "0"
     assert b'"id":"s1"' in uploads[0].upload_data() and b'"cwd":"/work/gcs"' in uploads[0].upload_data()
 
@@ -84,17 +89,18 @@ def _message(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
 
 
-FIRST = "sessions/s1/log/000000000000/00000000000000000001.json"
-SECOND = "sessions/s1/log/000000000000/00000000000000000002.json"
+FIRST = f"sessions/s1/{INCARNATION}/log/000000000000/00000000000000000001.json"
+SECOND = f"sessions/s1/{INCARNATION}/log/000000000000/00000000000000000002.json"
 
 
 def test_a_commit_that_loses_its_seq_with_a_412_catches_up_and_lands_on_the_next(gcs: ReplayServer) -> None:
     theirs = _their_second_commit()
     after_theirs = layout.decode_commit(theirs, location="gs://bkt/sessions", key=SECOND, start=2).next
-    ours_key = "sessions/" + layout.commit_key("s1", after_theirs)  # theirs holds the entry and the tip
-    media = "/download/storage/v1/b/bkt/o/" + SECOND
+    ours_key = "sessions/" + layout.commit_key(f"s1/{INCARNATION}", after_theirs)  # theirs holds the entry and the tip
+    media = MEDIA + SECOND
     gcs.expect("POST", UPLOAD, 200, object_resource("bkt", "sessions/s1/header.json", 10))
     gcs.expect("POST", UPLOAD, 200, object_resource("bkt", FIRST, 10))
+    gcs.expect("GET", MEDIA + TOMBSTONE, 404, not_found("No such object"))
     gcs.expect("POST", UPLOAD, 412, PRECONDITION_FAILED)  # another writer created seq 2 first
     gcs.expect("GET", media, 200, theirs)  # read back: not our transaction id, so a lost race
     gcs.expect(
@@ -103,6 +109,7 @@ def test_a_commit_that_loses_its_seq_with_a_412_catches_up_and_lands_on_the_next
     )
     gcs.expect("GET", media, 200, theirs)  # the catch-up reads what it listed
     gcs.expect("POST", UPLOAD, 200, object_resource("bkt", ours_key, 10))
+    gcs.expect("GET", MEDIA + TOMBSTONE, 404, not_found("No such object"))
     with _backend(gcs).open_repo() as repo:
         session = repo.create(id="s1", cwd="/work/gcs")
         main = session.create_branch("main", None)
@@ -116,7 +123,7 @@ def test_a_commit_that_loses_its_seq_with_a_412_catches_up_and_lands_on_the_next
     assert [request.upload_name() for request in uploads[1:]] == [FIRST, SECOND, ours_key]
     assert all(request.query["ifGenerationMatch"] == "0" for request in uploads)
     listing = next(request for request in gcs.requests if request.path == LIST)
-    assert listing.query["startOffset"] == FIRST and listing.query["prefix"] == "sessions/s1/log/"
+    assert listing.query["startOffset"] == FIRST and listing.query["prefix"] == f"sessions/s1/{INCARNATION}/log/"
 
 
 def test_a_tail_listing_starts_at_the_last_known_commit_and_follows_pages(gcs: ReplayServer) -> None:

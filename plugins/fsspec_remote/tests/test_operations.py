@@ -66,13 +66,17 @@ def test_snapshots_are_written_by_commit_count_and_by_bytes() -> None:
             session = repo.create()
             main = session.create_branch("main", None)  # commit 1
             for number in range(commits - 1):
-                assert backend.fs.find(f"{backend.root}/{session.metadata.id}/snap") == []
+                assert _snapshots(backend, session.metadata.id) == []
                 main.append_message(_message(f"m{number}"))
-            assert len(backend.fs.find(f"{backend.root}/{session.metadata.id}/snap")) == 1, options
+            assert len(_snapshots(backend, session.metadata.id)) == 1, options
             session.close()
 
 
-def test_delete_removes_the_session_prefix() -> None:
+def _snapshots(backend: Any, session_id: str) -> list[str]:
+    return [key for key in backend.fs.find(f"{backend.root}/{session_id}") if "/snap/" in key]
+
+
+def test_delete_removes_the_session_prefix_but_its_tombstone() -> None:
     backend = _memory_backend(snapshot_every=2)
     with backend.open_repo() as repo:
         kept, gone = repo.create(), repo.create()
@@ -80,7 +84,8 @@ def test_delete_removes_the_session_prefix() -> None:
             session.create_branch("main", None).append_message(_message("x"))
             session.close()
         repo.delete(gone.metadata)
-        assert backend.fs.find(f"{backend.root}/{gone.metadata.id}") == []
+        [tombstone] = backend.fs.find(f"{backend.root}/{gone.metadata.id}")
+        assert tombstone.endswith("/log/tombstone") and backend.fs.cat_file(tombstone) == b""
         assert [metadata.id for metadata in repo.list()] == [kept.metadata.id]
     with backend.open_repo() as fresh, pytest.raises(SessionNotFoundError):
         fresh.open(gone.metadata.id)

@@ -40,7 +40,7 @@ def test_a_downloaded_snapshot_reads_in_pi_as_sessiontree_dumps_the_session(s3_b
         session_id = session.metadata.id
         session.close()
         report = repo.compact(session_id)
-    snapshot = backend.fs.find(f"{s3_bucket.name}/{prefix}/{session_id}/snap")
+    snapshot = [key for key in backend.fs.find(f"{s3_bucket.name}/{prefix}/{session_id}") if "/snap/" in key]
     assert [key.rsplit("/", 1)[1] for key in snapshot] == [f"{report.snapshot_next:020d}.jsonl"]
     path = tmp_path / "snapshot.jsonl"
     path.write_bytes(backend.fs.cat_file(snapshot[0]))

@@ -8,10 +8,11 @@ Classification is by message and cause code, not only by Python type: several cl
 from __future__ import annotations
 
 import asyncio
+import errno
 
 from sessiontree.errors import StorageIOError
 
-__all__ = ["ObjectStoreTimeoutError", "ObjectStoreUnreachableError", "missing_bucket", "translate"]
+__all__ = ["ObjectStoreTimeoutError", "ObjectStoreUnreachableError", "local_write_error", "missing_bucket", "translate"]
 
 
 class ObjectStoreTimeoutError(StorageIOError, TimeoutError):
@@ -113,3 +114,21 @@ def translate(error: BaseException, action: str, location: str, key: str) -> Sto
         return bucket
     return StorageIOError(f"Failed to {action} {where}: {name}: {text}")
 
+
+
+def local_write_error(error: OSError, location: str, key: str) -> StorageIOError:
+    """What a failed write on local disk means for the session ``key`` names, and what to do."""
+    session = key.split("/", 1)[0]
+    where = _where(location, key)
+    if error.errno == errno.ENAMETOOLONG:
+        advice = "a name is too long for this file system: choose a shorter session id or a shorter root"
+    elif isinstance(error, PermissionError) or error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        advice = (
+            f"the directory is not writable (read-only file system or no permission): make "
+            f"{_where(location, '')} writable by this user, or open the repository elsewhere"
+        )
+    elif error.errno == errno.ENOSPC:
+        advice = "the disk is full: free space and retry"
+    else:
+        advice = "check the directory and retry"
+    return StorageIOError(f"Cannot store session {session!r} at {where}: {error.strerror or error}; {advice}")

@@ -2,9 +2,16 @@
 
 ::
 
-    <root>/<session id>/header.json                          the format-4 header line (owner in an extra key)
-    <root>/<session id>/log/<start//1000:012d>/<start:020d>.json   one commit (create-only)
-    <root>/<session id>/snap/<next:020d>.jsonl                complete pi-readable format-4 file of seqs < next
+    <root>/<session id>/header.json           the format-4 header line (owner in an extra key), then
+                                              {"incarnation": <hex>} naming the session's prefix
+    <prefix>/log/<start//1000:012d>/<start:020d>.json   one commit (create-only)
+    <prefix>/log/tombstone                    the session was deleted: no commit is acknowledged after it
+    <prefix>/snap/<next:020d>.jsonl           complete pi-readable format-4 file of seqs < next
+
+``<prefix>`` is ``<session id>/<incarnation>``: a session created again under a deleted one's id gets a
+new incarnation, so it never sees the old objects (a writer of the old one may still be creating them).
+Sessions stored before incarnations have a one-line header and ``<prefix>`` = ``<session id>``. The
+functions below take the prefix where they say ``session``.
 
 A commit object claims the seqs ``[start, next)``: its key names ``start`` (the seq after the previous
 commit's range) and its first line says ``next`` and the transaction id (``txn``); its second line is
@@ -15,6 +22,7 @@ one page; zero padding makes key order seq order, so ``StartAfter=<key of start 
 from __future__ import annotations
 
 import re
+import uuid
 
 import attrs
 
@@ -25,20 +33,56 @@ from sessiontree.writes import Write
 
 __all__ = [
     "HEADER",
+    "TOMBSTONE",
     "CommitObject",
     "commit_key",
+    "encode_header",
+    "prefix_of",
     "decode_commit",
     "encode_commit",
     "log_prefix",
+    "new_incarnation",
     "snapshot_key",
     "snapshot_next",
     "snapshot_prefix",
     "start_of",
+    "tombstone_key",
 ]
 
 HEADER = "header.json"
+TOMBSTONE = "tombstone"
 _COMMIT = re.compile(r"log/(\d{12})/(\d{20})\.json")
 _SNAPSHOT = re.compile(r"snap/(\d{20})\.jsonl")
+
+
+def new_incarnation() -> str:
+    return uuid.uuid4().hex
+
+
+def encode_header(header_line: bytes, incarnation: str) -> bytes:
+    """The bytes of ``header.json``: the header line, then the incarnation."""
+    return header_line + jsjson.dumpb({"incarnation": incarnation}) + b"\n"
+
+
+def prefix_of(session_id: str, header_data: bytes) -> str:
+    """The key prefix of the incarnation ``header_data`` (``header.json``) names; the session id for a
+    header written before incarnations."""
+    _, _, rest = header_data.partition(b"\n")
+    line = rest.split(b"\n", 1)[0].strip()
+    if not line:
+        return session_id
+    try:
+        incarnation = jsjson.loads(line)["incarnation"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise StorageFormatError(f"Invalid session header of {session_id}: its second line: {error}") from error
+    if type(incarnation) is not str or not re.fullmatch(r"[0-9a-f]{32}", incarnation):
+        raise StorageFormatError(f"Invalid session header of {session_id}: incarnation {incarnation!r}")
+    return f"{session_id}/{incarnation}"
+
+
+def tombstone_key(session: str) -> str:
+    """Sorts after every commit key, so a tail listing finds it."""
+    return f"{session}/log/{TOMBSTONE}"
 
 
 def log_prefix(session: str) -> str:

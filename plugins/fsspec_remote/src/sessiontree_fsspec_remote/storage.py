@@ -6,7 +6,7 @@ On :class:`~sessiontree.kit.StateStorage`, optimistic instead of locked:
   range — **one PUT, no read first**;
 * ``FileExistsError`` means another writer took that range, or our own earlier attempt landed and its
   reply was lost: the object is read back, and our transaction id means done. Otherwise this storage
-  catches up (one listing with ``StartAfter``, concurrent GETs) and validates the same writes again
+  waits (:class:`~.backoff.Backoff`: jittered, growing with the races lost in a row), catches up (one listing with ``StartAfter``, concurrent GETs) and validates the same writes again
   with the caller's expectations (``expected_tip`` and the session layer's ``expect``): they commit at
   the new head, or raise :class:`~sessiontree.errors.SessionConflictError`. Two commits never share a
   seq and a branch never forks silently;
@@ -21,6 +21,7 @@ logged); :meth:`ObjstoreStorage.compact` writes one and deletes what it makes re
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ import attrs
 from sessiontree import jsjson
 from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.errors import (
+    SessionNotFoundError,
     SessionTreeError,
     StorageConflictError,
     StorageFormatError,
@@ -45,6 +47,7 @@ from sessiontree.writes import EntryWrite, UsageWrite, Write
 from sessiontree_jsonl.header import JsonlHeader
 
 from . import layout
+from .backoff import Backoff
 from .store import ObjectStore
 
 __all__ = ["CompactReport", "ObjstoreStorage", "SnapshotPolicy"]
@@ -84,8 +87,11 @@ class _LostRace(Exception):  # noqa: N818 - a signal inside commit_locked
 class ObjstoreStorage(StateStorage):
     """A :class:`sessiontree.contracts.Storage` over one session prefix of an :class:`ObjectStore`.
 
-    Use :meth:`create` (a new session) or :meth:`load` (an existing one).
+    Use :meth:`create` (a new session) or :meth:`load` (an existing one). :attr:`backoff` is the wait
+    after a lost create-only race.
     """
+
+    backoff: Backoff = Backoff()
 
     def __init__(
         self,
@@ -97,16 +103,21 @@ class ObjstoreStorage(StateStorage):
         state: SessionState | None = None,
         log_next: int = 1,
         policy: SnapshotPolicy | None = None,
+        prefix: str | None = None,
+        header_data: bytes | None = None,
     ) -> None:
         super().__init__(now=now, state=state)
         self.store = store
         self.session = session
+        self.prefix = prefix or session  # the incarnation's keys (:mod:`.layout`)
         self.header = header
+        self.header_data = header_data  # header.json as stored: another incarnation's differs
         self.policy = policy or SnapshotPolicy()
         self._log_next = max(log_next, self.state.next_seq)
         self._since_snapshot = (0, 0)
         self._stored_writes = 0  # writes in the snapshot and commits this state was built from
         self._fresh = True  # just loaded: the open-time check need not list again
+        self._losses = 0  # create-only races lost in a row
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -123,12 +134,15 @@ class ObjstoreStorage(StateStorage):
         """Create the session's header object (``FileExistsError`` when the id is taken) and, for a
         fork's ``state``, one commit holding its writes."""
         session = header.id
-        store.create(f"{session}/{layout.HEADER}", header.encode())
-        storage = cls(store, session, header, now=now, state=state, policy=policy)
+        incarnation = layout.new_incarnation()
+        header_data = layout.encode_header(header.encode(), incarnation)
+        store.create(f"{session}/{layout.HEADER}", header_data)
+        prefix = f"{session}/{incarnation}"
+        storage = cls(store, session, header, now=now, state=state, policy=policy, prefix=prefix, header_data=header_data)
         if state is not None and state.next_seq > 1:
             writes = tuple(state.iter_current_writes())
             data, _ = layout.encode_commit(uuid.uuid4().hex, state.next_seq, writes)
-            store.create(layout.commit_key(session, 1), data)
+            store.create(layout.commit_key(prefix, 1), data)
             storage._log_next = state.next_seq
         return storage
 
@@ -141,10 +155,16 @@ class ObjstoreStorage(StateStorage):
         now: Callable[[], int] | None = None,
         policy: SnapshotPolicy | None = None,
     ) -> ObjstoreStorage:
-        """Open a stored session: its newest snapshot (or header), then the commits after it.
-        ``FileNotFoundError`` when the session does not exist."""
-        header, state, log_next = read_base(store, session)
-        storage = cls(store, session, header, now=now, state=state, log_next=log_next, policy=policy)
+        """Open a stored session: its header, its newest snapshot, then the commits after it.
+        ``FileNotFoundError`` when the session does not exist; ``SessionNotFoundError`` when it was deleted."""
+        key = f"{session}/{layout.HEADER}"
+        header_data = store.get(key)
+        prefix = layout.prefix_of(session, header_data)
+        first = parse_header(header_data, f"{store.location}/{key}")
+        header, state, log_next = read_base(store, prefix, first)
+        storage = cls(
+            store, session, header, now=now, state=state, log_next=log_next, policy=policy, prefix=prefix, header_data=header_data
+        )
         storage._stored_writes = len(list(state.iter_current_writes()))
         storage._catch_up_log()
         return storage
@@ -185,6 +205,9 @@ class ObjstoreStorage(StateStorage):
             try:
                 return super().commit_locked(lock, writes, timestamp, expectations)
             except _LostRace:
+                # Counted across the session layer's retries (a moved tip): reset by a won race only.
+                self.backoff.wait(self._losses)
+                self._losses += 1
                 self._catch_up_log()
                 caught_up = True
                 timestamp = self.next_timestamp()
@@ -203,22 +226,43 @@ class ObjstoreStorage(StateStorage):
         start = prepared.first_seq
         if start != self._log_next:
             raise StorageFormatError(
-                f"{self.store.location}/{self.session}: the next commit would start at seq {start}, "
+                f"{self.store.location}/{self.prefix}: the next commit would start at seq {start}, "
                 f"but the log continues at {self._log_next}"
             )
         txn = uuid.uuid4().hex
         next_seq = prepared.seqs[-1] + 1
         data, line = layout.encode_commit(txn, next_seq, prepared.writes)
-        key = layout.commit_key(self.session, start)
+        key = layout.commit_key(self.prefix, start)
         try:
             self.store.create(key, data)
         except FileExistsError:
             if not self._is_ours(key, txn):
                 raise _LostRace() from None
+        # A create-only PUT cannot see a delete (the deleted keys are free again): only a tombstone
+        # absent *after* our object landed lets us acknowledge it (a delete then lists and removes it).
+        if not self._alive():
+            with contextlib.suppress(StorageIOError):
+                self.store.delete([key])
+            raise self.deleted_error()
         return line, len(data)
+
+    def _alive(self) -> bool:
+        """No tombstone (one GET: gcsfs's ``exists`` costs a GET and a listing)."""
+        try:
+            self.store.get(layout.tombstone_key(self.prefix))
+        except FileNotFoundError:
+            return True
+        return False
+
+    def deleted_error(self) -> SessionNotFoundError:
+        return SessionNotFoundError(
+            f"Unknown session: {self.session} (deleted at {self.store.location}/{self.session}, by another "
+            f"process or repository; nothing more is written to it)"
+        )
 
     def apply(self, prepared: PreparedCommit, persisted: Any) -> CommitResult:
         _, size = persisted
+        self._losses = 0
         self._log_next = prepared.seqs[-1] + 1
         commits, total = self._since_snapshot
         self._since_snapshot = (commits + 1, total + size)
@@ -257,9 +301,11 @@ class ObjstoreStorage(StateStorage):
     def _catch_up_log(self, *, may_reload: bool = True) -> None:
         """Apply every commit another writer created after this storage's range (reloading from the
         newest snapshot when compaction deleted the objects in between)."""
-        start_after = layout.commit_key(self.session, self._log_next - 1)
-        listed = self.store.list_after(layout.log_prefix(self.session), start_after)
-        starts = [(start, key) for key in listed if (start := layout.start_of(self.session, key)) is not None]
+        start_after = layout.commit_key(self.prefix, self._log_next - 1)
+        listed = self.store.list_after(layout.log_prefix(self.prefix), start_after)
+        if listed and listed[-1] == layout.tombstone_key(self.prefix):
+            raise self.deleted_error()
+        starts = [(start, key) for key in listed if (start := layout.start_of(self.prefix, key)) is not None]
         if not starts:
             return
         if starts[0][0] != self._log_next and may_reload:
@@ -270,7 +316,7 @@ class ObjstoreStorage(StateStorage):
             data = bodies[key]
             if start != self._log_next or data is None:
                 raise StorageFormatError(
-                    f"{self.store.location}/{self.session}: the commit of seq {self._log_next} is missing "
+                    f"{self.store.location}/{self.prefix}: the commit of seq {self._log_next} is missing "
                     f"(found {key}); the log has a gap, restore the object or compact from a snapshot"
                 )
             found = layout.decode_commit(data, location=self.store.location, key=key, start=start)
@@ -284,7 +330,7 @@ class ObjstoreStorage(StateStorage):
             self._stored_writes += len(found.writes)
 
     def _reload(self) -> None:
-        header, state, log_next = read_base(self.store, self.session)
+        header, state, log_next = read_base(self.store, self.prefix, self.header)
         with self.state_lock:
             self.state = state
         self.header = header
@@ -309,7 +355,7 @@ class ObjstoreStorage(StateStorage):
         next_seq, data = self.snapshot_bytes()
         if next_seq > 1:
             try:
-                self.store.create(layout.snapshot_key(self.session, next_seq), data)
+                self.store.create(layout.snapshot_key(self.prefix, next_seq), data)
             except FileExistsError:
                 pass
         self._since_snapshot = (0, 0)
@@ -330,12 +376,12 @@ class ObjstoreStorage(StateStorage):
             kept = data.count(b"\n") - 1
             replaced = {
                 key: size
-                for key, size in self.store.sizes_after(f"{self.session}/log", "").items()
-                if (start := layout.start_of(self.session, key)) is not None and start < next_seq
+                for key, size in self.store.sizes_after(layout.log_prefix(self.prefix), "").items()
+                if (start := layout.start_of(self.prefix, key)) is not None and start < next_seq
             }
-            sizes = self.store.sizes_after(layout.snapshot_prefix(self.session), "")
+            sizes = self.store.sizes_after(layout.snapshot_prefix(self.prefix), "")
             replaced.update(
-                (key, size) for key, size in sizes.items() if (layout.snapshot_next(self.session, key) or next_seq) < next_seq
+                (key, size) for key, size in sizes.items() if (layout.snapshot_next(self.prefix, key) or next_seq) < next_seq
             )
             self.store.delete(sorted(replaced))
             dropped, self._stored_writes = max(self._stored_writes - kept, 0), kept
@@ -372,11 +418,11 @@ class ObjstoreStorage(StateStorage):
         the commits before it), then every commit object after."""
 
         def job() -> list[tuple[Write, ...]]:
-            commits = self.store.list_after(f"{self.session}/log", "")
-            starts = [(start, key) for key in commits if (start := layout.start_of(self.session, key)) is not None]
+            commits = self.store.list_after(layout.log_prefix(self.prefix), "")
+            starts = [(start, key) for key in commits if (start := layout.start_of(self.prefix, key)) is not None]
             transactions: list[tuple[Write, ...]] = []
             if not starts or starts[0][0] != 1:
-                snapshots = [(found, key) for key, found in snapshots_of(self.store, self.session).items()]
+                snapshots = [(found, key) for key, found in snapshots_of(self.store, self.prefix).items()]
                 if snapshots:
                     base, key = max(snapshots)
                     lines = self.store.get(key).split(b"\n")[1:]
@@ -394,7 +440,7 @@ class ObjstoreStorage(StateStorage):
         return self.run_ordered(job)
 
     def __repr__(self) -> str:
-        return f"ObjstoreStorage({self.store.location}/{self.session})"
+        return f"ObjstoreStorage({self.store.location}/{self.prefix})"
 
 
 def snapshots_of(store: ObjectStore, session: str) -> dict[str, int]:
@@ -406,11 +452,11 @@ def snapshots_of(store: ObjectStore, session: str) -> dict[str, int]:
     }
 
 
-def read_base(store: ObjectStore, session: str) -> tuple[JsonlHeader, SessionState, int]:
-    """The header, the state of the newest snapshot (empty without one) and the seq after it."""
-    snapshots = [(found, key) for key, found in snapshots_of(store, session).items()]
+def read_base(store: ObjectStore, prefix: str, header: JsonlHeader) -> tuple[JsonlHeader, SessionState, int]:
+    """The header, the state of the newest snapshot under ``prefix`` (empty without one: ``header``'s)
+    and the seq after it."""
+    snapshots = [(found, key) for key, found in snapshots_of(store, prefix).items()]
     if not snapshots:
-        header = parse_header(store.get(f"{session}/{layout.HEADER}"), f"{store.location}/{session}/{layout.HEADER}")
         return header, SessionState(), 1
     next_seq, key = max(snapshots)
     header, state = parse_snapshot(store.get(key), f"{store.location}/{key}")

@@ -18,7 +18,9 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import AsyncFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from .errors import missing_bucket, translate
+from sessiontree.errors import StorageIOError
+
+from .errors import local_write_error, missing_bucket, translate
 
 __all__ = ["ObjectStore"]
 
@@ -69,6 +71,10 @@ class ObjectStore:
                 self.fs.pipe_file(self.path(key), data, mode="create", **self._bounded())
         except FileExistsError:
             raise
+        except OSError as error:
+            if self._local:
+                raise local_write_error(error, self.location, key) from error
+            raise translate(error, "create", self.location, key) from error
         except Exception as error:
             raise translate(error, "create", self.location, key) from error
 
@@ -114,8 +120,11 @@ class ObjectStore:
             raise translate(error, "read", self.location, key) from error
         return data
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, bytes | None]:
-        """The bytes of each key, fetched concurrently; ``None`` for a missing one."""
+    def get_many(
+        self, keys: Sequence[str], *, errors: dict[str, StorageIOError] | None = None
+    ) -> dict[str, bytes | None]:
+        """The bytes of each key, fetched concurrently; ``None`` for a missing one. With ``errors``, a
+        key that cannot be read is left out and its error put there instead of raised."""
         if not keys:
             return {}
         paths = [self.path(key) for key in keys]
@@ -131,7 +140,10 @@ class ObjectStore:
                     self._raise_if_no_bucket(value, "read", key)
                 result[key] = None
             elif isinstance(value, BaseException):
-                raise translate(value, "read", self.location, key) from value
+                failure = translate(value, "read", self.location, key)
+                if errors is None:
+                    raise failure from value
+                errors[key] = failure
             else:
                 result[key] = value
         return result
