@@ -33,10 +33,13 @@ REPO_CAPABILITY_SKIPS = frozenset(
     {
         "test_sessions_survive_closing_and_reopening_the_repository",
         "test_two_repositories_commit_to_one_session_in_turn",
+        "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds",
+        "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends",
+        "test_a_file_that_is_not_a_session_store_is_never_written",
     }
 )
-"""What the repository suites skip for the memory backend's capabilities (it claims neither persistence
-nor concurrent writers)."""
+"""What the repository suites skip for the memory backend: its capabilities (it claims neither persistence
+nor concurrent writers), and the cases that need a ``backend_recipe`` or ``plant_foreign_file`` fixture."""
 
 
 def _kept(limit: Any) -> int | None:
