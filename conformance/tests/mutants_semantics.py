@@ -653,6 +653,8 @@ MUTANTS: dict[str, Mutant] = {
             "test_an_append_retried_with_its_entry_id_is_stored_once",
             "test_a_used_entry_id_with_other_content_is_a_conflict_naming_it",
             "test_a_lost_acknowledgement_retried_from_a_fresh_handle_returns_the_original",
+            # It reads back the entry it appended to each awkward-id session by its id.
+            "test_an_awkward_session_id_is_stored_faithfully_or_refused_at_create",
         ),
         _session(
             "create_branch_unknown_target",
