@@ -5,13 +5,14 @@ registry, on ``objstore+memory``, ``objstore+file``, ``objstore+s3`` (a moto ser
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sessiontree.contracts import Backend
-from sessiontree.plugins import get_registry
 from sessiontree_conformance import (
+    BackendRecipe,
     ConformanceFixtures,
     RepoExtraSuite,
     RepoRuntimeSuite,
@@ -23,19 +24,39 @@ from sessiontree_conformance import (
 
 class ObjstoreFixtures(ConformanceFixtures):
     @pytest.fixture(params=["memory", "file", "s3", "az"])
-    def backend(self, request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-        registry = get_registry()
+    def objstore_recipe(self, request: pytest.FixtureRequest, tmp_path: Path) -> BackendRecipe:
         if request.param == "memory":
-            return registry.backend("objstore", url=f"objstore+memory://conformance-{uuid.uuid4().hex}")
+            return BackendRecipe("objstore", {"url": f"objstore+memory://conformance-{uuid.uuid4().hex}"})
         if request.param == "file":
-            return registry.backend("objstore", url=f"objstore+file://{tmp_path / 'sessions'}")
+            return BackendRecipe("objstore", {"url": f"objstore+file://{tmp_path / 'sessions'}"})
         bucket = request.getfixturevalue({"s3": "s3_bucket", "az": "az_container"}[request.param])
-        return registry.backend(
-            "objstore",
-            url=f"objstore+{request.param}://{bucket.name}/conformance-{uuid.uuid4().hex}",
-            storage_options=bucket.storage_options,
-            timeout=30,
-        )
+        url = f"objstore+{request.param}://{bucket.name}/conformance-{uuid.uuid4().hex}"
+        options = {"url": url, "storage_options": bucket.storage_options, "timeout": 30}
+        return BackendRecipe("objstore", options)
+
+    @pytest.fixture
+    def backend_recipe(self, objstore_recipe: BackendRecipe) -> BackendRecipe | None:
+        # An in-memory store lives in one process: another process cannot reach it.
+        return None if objstore_recipe.options["url"].startswith("objstore+memory:") else objstore_recipe
+
+    @pytest.fixture
+    def backend(self, objstore_recipe: BackendRecipe) -> Backend:
+        return objstore_recipe.build()
+
+    @pytest.fixture
+    def plant_foreign_file(self, objstore_recipe: BackendRecipe) -> Callable[[str], str] | None:
+        """On a local directory: a CSV where the session's header object would be."""
+        url = objstore_recipe.options["url"]
+        if not url.startswith("objstore+file://"):
+            return None
+
+        def plant(session_id: str) -> str:
+            path = Path(url.removeprefix("objstore+file://")) / session_id / "header.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"id,name\n1,someone else's data\n")
+            return str(path)
+
+        return plant
 
 
 class TestObjstoreStorage(ObjstoreFixtures, StorageSuite): ...
