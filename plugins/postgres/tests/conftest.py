@@ -52,21 +52,3 @@ def postgres_url(postgres_database: str) -> str:
     schema = f"t{os.getpid()}_{next(_schemas)}"
     separator = "&" if "?" in postgres_database else "?"
     return f"{postgres_database}{separator}schema={schema}"
-
-
-# Known bugs of issue 37 the new conformance cases catch (strict xfail: a fix must remove the mark).
-KNOWN_BUGS = {
-    "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds": (
-        "issue 37 item 9: an append after a delete elsewhere says 'Unknown branch: main', not deleted"
-    ),
-    "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends": (
-        "issue 37 item 9: an append after a delete in another process is not refused as deleted"
-    ),
-}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        name = getattr(item, "originalname", item.name)
-        if "plugins/postgres/tests/test_conformance.py" in item.nodeid and name in KNOWN_BUGS:
-            item.add_marker(pytest.mark.xfail(reason=KNOWN_BUGS[name], strict=True))
