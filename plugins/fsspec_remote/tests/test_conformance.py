@@ -24,34 +24,39 @@ from sessiontree_conformance import (
 
 class ObjstoreFixtures(ConformanceFixtures):
     @pytest.fixture(params=["memory", "file", "s3", "az"])
-    def objstore_recipe(self, request: pytest.FixtureRequest, tmp_path: Path) -> BackendRecipe:
-        if request.param == "memory":
+    def store_kind(self, request: pytest.FixtureRequest) -> str:
+        return request.param
+
+    @pytest.fixture
+    def objstore_recipe(
+        self, request: pytest.FixtureRequest, store_kind: str, tmp_path: Path
+    ) -> BackendRecipe:
+        if store_kind == "memory":
             return BackendRecipe("objstore", {"url": f"objstore+memory://conformance-{uuid.uuid4().hex}"})
-        if request.param == "file":
+        if store_kind == "file":
             return BackendRecipe("objstore", {"url": f"objstore+file://{tmp_path / 'sessions'}"})
-        bucket = request.getfixturevalue({"s3": "s3_bucket", "az": "az_container"}[request.param])
-        url = f"objstore+{request.param}://{bucket.name}/conformance-{uuid.uuid4().hex}"
+        bucket = request.getfixturevalue({"s3": "s3_bucket", "az": "az_container"}[store_kind])
+        url = f"objstore+{store_kind}://{bucket.name}/conformance-{uuid.uuid4().hex}"
         options = {"url": url, "storage_options": bucket.storage_options, "timeout": 30}
         return BackendRecipe("objstore", options)
 
     @pytest.fixture
-    def backend_recipe(self, objstore_recipe: BackendRecipe) -> BackendRecipe | None:
+    def backend_recipe(self, store_kind: str, objstore_recipe: BackendRecipe) -> BackendRecipe | None:
         # An in-memory store lives in one process: another process cannot reach it.
-        return None if objstore_recipe.options["url"].startswith("objstore+memory:") else objstore_recipe
+        return None if store_kind == "memory" else objstore_recipe
 
     @pytest.fixture
     def backend(self, objstore_recipe: BackendRecipe) -> Backend:
         return objstore_recipe.build()
 
     @pytest.fixture
-    def plant_foreign_file(self, objstore_recipe: BackendRecipe) -> Callable[[str], str] | None:
+    def plant_foreign_file(self, store_kind: str, tmp_path: Path) -> Callable[[str], str] | None:
         """On a local directory: a CSV where the session's header object would be."""
-        url = objstore_recipe.options["url"]
-        if not url.startswith("objstore+file://"):
+        if store_kind != "file":
             return None
 
         def plant(session_id: str) -> str:
-            path = Path(url.removeprefix("objstore+file://")) / session_id / "header.json"
+            path = tmp_path / "sessions" / session_id / "header.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"id,name\n1,someone else's data\n")
             return str(path)
