@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from sessiontree.context import (
     ContextEdit,
     ContextRules,
@@ -17,6 +18,7 @@ from sessiontree.context import (
     build_session_context,
     session_entry_to_context_messages,
 )
+from sessiontree.errors import ContextBuildError
 from sessiontree.model import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -205,11 +207,15 @@ def test_message_entry_without_message_is_a_type_error() -> None:
         session_entry_to_context_messages(committed(MessageEntry))
 
 
-def test_unknown_entry_type_is_a_type_error_naming_the_entry() -> None:
+def test_unknown_entry_type_is_a_library_error_naming_the_entry_with_pis_message() -> None:
     entry = committed(UnknownEntry, type="future_kind", id="u1")
-    with pytest.raises(TypeError, match="'u1'.*'future_kind'"):
+    with pytest.raises(ContextBuildError, match="'u1'.*'future_kind'") as raised:
         session_entry_to_context_messages(entry)
-    with pytest.raises(TypeError):
+    assert isinstance(raised.value, TypeError)  # what pi throws, too
+    assert raised.value.pi_message == (
+        "sessionEntryToContextMessages(...) is not iterable (cannot read property undefined)"
+    )
+    with pytest.raises(ContextBuildError):
         build_session_context([message_entry(user("a")), entry])
 
 

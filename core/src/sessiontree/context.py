@@ -154,7 +154,7 @@ def session_entry_to_context_messages(entry: Entry, *, keep_failed_turns: bool =
     * branch_summary: ``{role: "branchSummary", summary, fromId, timestamp}``, or nothing for an empty
       summary.
 
-    Raises :class:`TypeError` for an entry type this version does not know.
+    Raises :class:`ContextBuildError` (a :class:`TypeError`) for an entry type pi does not know.
     """
     if isinstance(entry, MessageEntry):
         where = f"message entry {entry.id!r}"
@@ -195,8 +195,10 @@ def session_entry_to_context_messages(entry: Entry, *, keep_failed_turns: bool =
         return [message]
     if isinstance(entry, CustomEntry):
         return []
-    raise TypeError(
-        f"Cannot build context: entry {entry.id!r} has type {entry.type!r}, which has no context projection"
+    raise ContextBuildError(
+        f"Cannot build context: stored entry {entry.id!r} has type {entry.type!r}, which has no context "
+        "projection (pi's builder throws here too; move the branch tip off it or rewrite the entry)",
+        pi_message="sessionEntryToContextMessages(...) is not iterable (cannot read property undefined)",
     )
 
 

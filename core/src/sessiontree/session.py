@@ -35,6 +35,7 @@ from .arguments import (
 from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage, SupportsLatestReads
 from .errors import (
+    ContextBuildError,
     EntryIdConflictError,
     SessionBranchExistsError,
     SessionClosedError,
@@ -935,7 +936,12 @@ class StorageBackedSession(_StorageReads):
             from .plugins import get_registry  # the plugin machinery loads on first use
 
             entry_projectors = get_registry().entry_projectors()
-        return branch_context(self, branch, entry_projectors=entry_projectors)
+        try:
+            return branch_context(self, branch, entry_projectors=entry_projectors)
+        except ContextBuildError as error:
+            # Stored data, not a programming error: say which session (and file) holds the entry.
+            where = self.metadata.path or self.metadata.id
+            raise ContextBuildError(f"{where}: {error}", pi_message=error.pi_message) from error
 
     def lane(
         self,
