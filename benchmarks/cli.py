@@ -132,8 +132,11 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--report",
         type=Path,
+        nargs="+",
         default=None,
-        help="print a saved --json report again (as text, --markdown or --json) instead of running",
+        metavar="REPORT",
+        help="print saved --json reports again (as text, --markdown or --json) instead of running; "
+        "several reports make one page, each under its own heading (benchmarks/RESULTS.md is this page)",
     )
     parser.add_argument(
         "--summarize",
@@ -215,21 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary_table(summarize(reports), markdown=arguments.markdown))
         return 0
     if arguments.report is not None:
-        try:
-            document = _read_report_document(arguments.report, allow_loop=True)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        if "runtime_loop" in document:
-            _print_loop(arguments, document)
-            return 0
-        try:
-            saved = _load_report(arguments.report)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        _print(arguments, *saved)
-        return 0
+        return _reprint(arguments, arguments.report)
     try:
         backends = select_backends(discover_backends(names=arguments.backends), arguments.backends)
     except ValueError as exc:
@@ -299,6 +288,35 @@ def _run_loop(arguments: argparse.Namespace, backends: list[BenchBackend]) -> in
     )
     machine["load average after"] = load_average()
     _print_loop(arguments, {"runtime_loop": run.to_json(), "machine": machine})
+    return 0
+
+
+def _reprint(arguments: argparse.Namespace, paths: Sequence[Path]) -> int:
+    """``--report``: saved reports again; several make one page, each under a heading naming its file."""
+    try:
+        documents = [_read_report_document(path, allow_loop=True) for path in paths]
+        saved = {path: _load_report(path) for path, doc in zip(paths, documents) if "runtime_loop" not in doc}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    page = len(paths) > 1 and not arguments.json
+    if page:
+        names = " ".join(map(str, paths))
+        print(
+            f"{'# ' if arguments.markdown else ''}Benchmark results\n\n"
+            f"Written by `python -m benchmarks --report {names} --markdown` from the saved "
+            "`--json` runs beside it; earlier runs and their analyses are in git history.\n"
+        )
+    for path, document in zip(paths, documents, strict=True):
+        if page:
+            kind = "runtime loop vs the Python peers" if path not in saved else "pi's workloads, sessiontree vs pi"
+            print(f"{'## ' if arguments.markdown else '== '}{kind} ({path.name})\n")
+        if path in saved:
+            _print(arguments, *saved[path])
+        else:
+            _print_loop(arguments, document)
+        if page:
+            print()
     return 0
 
 

@@ -474,3 +474,18 @@ def test_the_divergence_workload_runs_on_every_backend() -> None:
     for backend in discover_backends():
         row = measure_divergence(backend, 30, 3)
         assert (row.backend, row.scenario, row.n) == (backend.name, SCENARIO, 3)
+
+
+def test_results_md_is_the_page_the_harness_writes_from_the_saved_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    saved = ["benchmarks/RESULTS.json", "benchmarks/RESULTS-peers.json"]
+    assert main(["--report", *saved, "--markdown"]) == 0
+    page = capsys.readouterr().out
+    assert (root / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8") == page
+    assert len(page.splitlines()) <= 200
+    for path in saved:  # each run says on which machine and when it ran
+        machine = json.loads((root / path).read_text(encoding="utf-8"))["machine"]
+        assert f"- date: {machine['date']}" in page and f"- uname: {machine['uname']}" in page
