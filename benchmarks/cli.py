@@ -295,7 +295,8 @@ def _reprint(arguments: argparse.Namespace, paths: Sequence[Path]) -> int:
     """``--report``: saved reports again; several make one page, each under a heading naming its file."""
     try:
         documents = [_read_report_document(path, allow_loop=True) for path in paths]
-        saved = {path: _load_report(path) for path, doc in zip(paths, documents) if "runtime_loop" not in doc}
+        loops = {path for path, document in zip(paths, documents, strict=True) if "runtime_loop" in document}
+        saved = {path: _load_report(path) for path in paths if path not in loops}
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -309,7 +310,7 @@ def _reprint(arguments: argparse.Namespace, paths: Sequence[Path]) -> int:
         )
     for path, document in zip(paths, documents, strict=True):
         if page:
-            kind = "runtime loop vs the Python peers" if path not in saved else "pi's workloads, sessiontree vs pi"
+            kind = "runtime loop vs the Python peers" if path in loops else "pi's workloads, sessiontree vs pi"
             print(f"{'## ' if arguments.markdown else '== '}{kind} ({path.name})\n")
         if path in saved:
             _print(arguments, *saved[path])
