@@ -12,14 +12,9 @@ raises :class:`~sessiontree.errors.SessionMutationError` instead.
 
 from __future__ import annotations
 
-import enum
-import functools
 import threading
-import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-
-import msgspec
 
 from . import jsjson, values
 from .admission import notify_admitted
@@ -27,20 +22,18 @@ from .arguments import (
     require_address,
     require_entry_id,
     require_entry_projectors,
-    require_message,
     require_optional_number,
     require_optional_str,
     require_str,
 )
 from .context import EntryProjector, branch_context
-from .contracts import IdGenerator, Storage, SupportsLatestReads
+from .contracts import IdGenerator, Storage
 from .errors import (
     ContextBuildError,
     EntryIdConflictError,
     SessionBranchExistsError,
     SessionClosedError,
     SessionConflictError,
-    SessionInvalidBranchError,
     SessionInvariantError,
     SessionMutationError,
     SessionPendingAssistantMessageError,
@@ -51,24 +44,42 @@ from .ids import UuidV7Generator
 from .lanes import lane_writes
 from .model import (
     ABSENT,
-    Absent,
     Address,
-    CommitResult,
     CustomEntry,
     Entry,
     JsonValue,
-    ListElement,
     MessageEntry,
     SessionMetadata,
-    SessionStats,
-    StoredValue,
 )
-from .mutation_line import MutationLine, MutationTicket
-from .queries import LIST_READ_DEFAULT_LIMIT, BranchQuery, BranchScan, EntryScan, ListReadOptions, SeqOrder
-from .writes import EntryWrite, Write, append_list, delete_list, delete_value, insert_entry, set_value
+from .mutation_line import MutationLine
+from .queries import EntryScan, SeqOrder
+from .writes import Write, append_list, delete_list, delete_value, insert_entry, set_value
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    pass
+from .session_branch import (
+    ANY_TIP,
+    AnyTip,
+    BranchAppend,
+    CustomEntryAppend,
+    MessageAppend,
+    StorageBackedBranch,
+    check_branch_append,
+    check_branch_name,
+    first_or_none,
+    single_limit,
+)
+from .session_mutation import (
+    AdmittedMutation,
+    StorageBackedSessionMutation,
+    StorageReads,
+    holds_line_on_this_thread,
+    is_pending_assistant_message,
+    latest_value,
+    next_seq_of,
+    remember_held,
+    thread_holdings,
+)
 
 __all__ = [
     "ANY_TIP",
@@ -88,430 +99,17 @@ __all__ = [
 T = TypeVar("T")
 
 
-class AnyTip(enum.Enum):
-    """The type of :data:`ANY_TIP`."""
-
-    ANY_TIP = "any tip"
-
-
-ANY_TIP = AnyTip.ANY_TIP
-"""``expected_tip`` of a branch write that accepts whatever tip it finds (the default)."""
-
-_INACTIVE_MESSAGE = "SessionMutator cannot be used outside its mutation callback"
-_COMMIT_ATTEMPTED_MESSAGE = "SessionMutator commit already attempted"
-_STR = frozenset((str,))
-
-
-def is_pending_assistant_message(message: object) -> bool:
-    """True for an assistant message whose ``stopReason`` is ``"pending"`` (never persisted, §4.10)."""
-    return (
-        (type(message) is dict or isinstance(message, Mapping))  # dict first: the ABC check is slow
-        and message.get("role") == "assistant"
-        and message.get("stopReason") == "pending"
-    )
-
-
-def check_branch_name(name: str) -> None:
-    """Raise :class:`~sessiontree.errors.SessionInvalidBranchError` for a name no branch may have
-    (empty, or containing NUL); ``TypeError`` for a non-string."""
-    require_str(name, "branch name")
-    if name == "":
-        raise SessionInvalidBranchError(name, "branch name must not be empty")
-    if "\x00" in name:
-        raise SessionInvalidBranchError(name, "branch name must not contain \\u0000")
-
-
-def _latest_value(storage: Storage, address: Address) -> JsonValue | Absent:
-    """The value at ``address`` in ``storage``'s latest state (:data:`ABSENT`: none).
-
-    A storage shared between processes answers after catching up: through
-    :class:`~sessiontree.contracts.SupportsLatestReads` when it offers that, else as an empty commit
-    expecting no value (the conflict carries the value found).
-    """
-    if _reads_latest(type(storage)):
-        stored = storage.latest_value(address)  # type: ignore[attr-defined]
-        return ABSENT if stored is None else stored.value  # type: ignore[no-any-return]
-    try:
-        storage.commit((), expect={address: ABSENT})
-    except SessionConflictError as conflict:
-        return conflict.current  # type: ignore[no-any-return]
-    return ABSENT
-
-
-@functools.cache
-def _reads_latest(storage_type: type) -> bool:
-    # Once per storage class: an isinstance test against a runtime protocol inspects every member.
-    return issubclass(storage_type, SupportsLatestReads)
-
-
-def next_seq_of(storage: Storage) -> int:
-    """The storage's next seq, ordered after the commits admitted before (an empty commit's
-    ``first_seq`` for a storage without :class:`~sessiontree.contracts.SupportsLatestReads`)."""
-    if _reads_latest(type(storage)):
-        return storage.next_seq()  # type: ignore[attr-defined,no-any-return]
-    return storage.commit(()).first_seq
-
-
-def _tip_for_write(
-    storage: Storage, tip: Address, name: str, expected_tip: str | None | AnyTip
-) -> JsonValue:
+def _tip_for_write(storage: Storage, tip: Address, name: str, expected_tip: str | None | AnyTip) -> JsonValue:
     """The tip a branch write expects: ``expected_tip`` when given, else the latest tip (which must
     exist: ``SessionInvariantError("Unknown branch: <name>")``)."""
     if not isinstance(expected_tip, AnyTip):
         require_optional_str(expected_tip, "expected_tip")
         return expected_tip
     stored = storage.get_value(tip)
-    current = _latest_value(storage, tip) if stored is None else stored.value
+    current = latest_value(storage, tip) if stored is None else stored.value
     if current is ABSENT:
         raise SessionInvariantError(f"Unknown branch: {name}")
     return current  # type: ignore[return-value]
-
-
-def _first_or_none(entries: Sequence[Entry]) -> Entry | None:
-    return entries[0] if entries else None
-
-
-def _single_limit(limit: int | float | None) -> int | float:
-    """``find_entry``'s limit: 1 by default, never more than 1 (a limit <= 0 finds nothing)."""
-    return 1 if limit is None else min(limit, 1)
-
-
-# --- re-entrancy detection ------------------------------------------------------------------------
-# Every mutation granted through the blocking API is remembered by the thread that received it. Ended
-# mutations are inactive and ignored, so a mutation ended from another thread leaves no stale marker.
-# They are held weakly: an ended (or dropped) mutation must not keep its storage, and so a closed
-# session's whole state, reachable for as long as the thread lives.
-
-_thread_holdings = threading.local()
-
-
-def _remember_held(mutation: StorageBackedSessionMutation) -> None:
-    held: list[weakref.ref[StorageBackedSessionMutation]] = getattr(_thread_holdings, "mutations", [])
-    _thread_holdings.mutations = [*_still_held(held), weakref.ref(mutation)]
-
-
-def _still_held(
-    held: list[weakref.ref[StorageBackedSessionMutation]],
-) -> list[weakref.ref[StorageBackedSessionMutation]]:
-    return [ref for ref in held if (mutation := ref()) is not None and mutation.active]
-
-
-def _holds_line_on_this_thread(line: MutationLine) -> bool:
-    held: list[weakref.ref[StorageBackedSessionMutation]] = getattr(_thread_holdings, "mutations", [])
-    if not held:
-        return False
-    active = _still_held(held)
-    if len(active) != len(held):
-        _thread_holdings.mutations = active  # forget ended ones, so later checks take the empty fast path
-    return any((mutation := ref()) is not None and mutation.line is line for ref in active)
-
-
-# --- the mutation capability ----------------------------------------------------------------------
-
-
-class _StorageReads:
-    """The storage reads a session and a mutation both offer; ``_guard`` says whether they may run."""
-
-    _storage: Storage
-
-    def _guard(self) -> None:
-        raise NotImplementedError
-
-    def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        """Entries found among ``ids``, in first-occurrence order."""
-        self._guard()
-        ids = [ids] if isinstance(ids, str) else list(ids)
-        if set(map(type, ids)) - _STR:  # one C pass for the usual all-str list
-            for entry_id in ids:
-                require_str(entry_id, "each of ids")
-        return self._storage.get_entries(ids)
-
-    def get_value(self, address: Address) -> StoredValue | None:
-        """The stored value at ``address``, or ``None``."""
-        self._guard()
-        require_address(address)
-        return self._storage.get_value(address)
-
-    def scan_values(self, prefix: Address) -> list[StoredValue]:
-        """Values of ``prefix.namespace`` whose key starts with ``prefix.key``, in key order."""
-        self._guard()
-        require_address(prefix, "prefix")
-        return self._storage.scan_values(prefix)
-
-    def read_list(
-        self,
-        address: Address,
-        *,
-        cursor: int | None = None,
-        order: SeqOrder = "asc",
-        limit: int | float | None = None,
-    ) -> list[ListElement]:
-        """One page of the list at ``address`` (exclusive seq ``cursor``; ``limit`` default 1000)."""
-        self._guard()
-        require_address(address)
-        return self._storage.read_list(address, _list_options(cursor, order, limit))
-
-    def scan_branch(self, start: str, **query: Unpack[BranchQuery]) -> list[Entry]:
-        """Storage's ``scan_branch`` from any entry ``start`` (:class:`~sessiontree.queries.BranchScan`)."""
-        self._guard()
-        return self._storage.scan_branch(BranchScan(start=start, **query))
-
-    def get_stats(self) -> SessionStats:
-        """Message count and usage totals."""
-        self._guard()
-        return self._storage.get_stats()
-
-
-class StorageBackedSessionMutation(_StorageReads):
-    """The exclusive write capability granted by :meth:`StorageBackedSession.begin_mutation`.
-
-    Reads forward straight to storage (they keep working while the session is closing). At most one
-    :meth:`commit` may be attempted. After :meth:`end` every member except ``end`` raises
-    ``SessionMutationError("SessionMutator cannot be used outside its mutation callback")``. As a context
-    manager it calls :meth:`end` on exit.
-    """
-
-    def __init__(self, storage: Storage, ticket: MutationTicket) -> None:
-        self._storage = storage
-        self._ticket = ticket
-        # Held while a commit runs, so that end() waits for the attempted commit to settle.
-        self._lock = threading.Lock()
-        self._active = True
-        self._commit_attempted = False
-        # The storage's next seq before the first read: the commit expects it unchanged.
-        self._read_next_seq: int | None = None
-        self._read_lock = threading.Lock()
-
-    @property
-    def active(self) -> bool:
-        """True until :meth:`end` is called."""
-        return self._active
-
-    @property
-    def line(self) -> MutationLine:
-        """The mutation line this capability holds."""
-        return self._ticket.line
-
-    def _guard(self) -> None:
-        self._assert_active()
-        if self._read_next_seq is None:
-            # Taken before the read, ordered after admitted commits: a commit landing in between
-            # makes the later commit conflict, never pass on a stale read. Reads racing on several
-            # threads keep the smallest.
-            seen = next_seq_of(self._storage)
-            with self._read_lock:
-                if self._read_next_seq is None or seen < self._read_next_seq:
-                    self._read_next_seq = seen
-
-    def _assert_active(self) -> None:
-        if not self._active:
-            raise SessionMutationError(_INACTIVE_MESSAGE)
-
-    def commit(
-        self,
-        writes: Sequence[Write],
-        *,
-        expect: Mapping[Address, JsonValue | Absent] | None = None,
-        idempotent: bool = False,
-    ) -> CommitResult:
-        """Commit ``writes`` atomically. Only one attempt is allowed, whatever its outcome.
-
-        ``expect`` and ``idempotent`` are :meth:`sessiontree.contracts.Storage.commit`'s: values the
-        commit expects (else :class:`~sessiontree.errors.SessionConflictError`, nothing written), and a
-        retry of a commit that may have landed (its original result when it did).
-
-        An entry write carrying a pending assistant message counts as the attempt and raises
-        :class:`~sessiontree.errors.SessionPendingAssistantMessageError` before storage sees it.
-
-        When this mutation read anything, the commit expects the session unchanged since its first
-        read: if any commit landed since (another process appending to the same file), it raises
-        :class:`~sessiontree.errors.SessionConflictError` and writes nothing. The storage has then
-        caught up, so a new mutation reads the current state.
-        """
-        self._assert_active()
-        with self._lock:
-            self._assert_active()
-            if self._commit_attempted:
-                raise SessionMutationError(_COMMIT_ATTEMPTED_MESSAGE)
-            self._commit_attempted = True
-            writes = list(writes)
-            for write in writes:
-                if isinstance(write, EntryWrite) and write.entry.type == "message":
-                    message = getattr(write.entry, "message", ABSENT)
-                    # A dict that is no assistant message is decided here, without a call per entry.
-                    if (type(message) is not dict or message.get("role") == "assistant") and (
-                        is_pending_assistant_message(message)
-                    ):
-                        raise SessionPendingAssistantMessageError()
-            # Only the preconditions in use are passed: a storage that predates one still commits.
-            options: dict[str, Any] = {}
-            if expect is not None:
-                options["expect"] = expect
-            if self._read_next_seq is not None:
-                options["expect_next_seq"] = self._read_next_seq
-            if idempotent:
-                options["idempotent"] = True
-            return self._storage.commit(writes, **options)
-
-    def end(self) -> None:
-        """Give the line back (after an attempted commit has settled). Idempotent."""
-        with self._lock:
-            self._active = False
-            self._ticket.release()
-
-    def __enter__(self) -> StorageBackedSessionMutation:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.end()
-
-    def __repr__(self) -> str:
-        return f"<StorageBackedSessionMutation {'active' if self._active else 'ended'}>"
-
-
-def _list_options(cursor: int | None, order: SeqOrder, limit: int | float | None) -> ListReadOptions:
-    return ListReadOptions(
-        cursor=cursor, order=order, limit=LIST_READ_DEFAULT_LIMIT if limit is None else limit
-    )
-
-
-class AdmittedMutation:
-    """A mutation admitted to the line but not granted yet (:meth:`StorageBackedSession.admit_mutation`).
-
-    Admission is non-blocking and fixes the FIFO position; :meth:`wait` blocks until the grant. This split
-    lets an asyncio facade admit on the event-loop thread, wait elsewhere, and :meth:`cancel` when the
-    waiting task is cancelled.
-    """
-
-    def __init__(self, storage: Storage, ticket: MutationTicket) -> None:
-        self._storage = storage
-        self._ticket = ticket
-        self._lock = threading.Lock()
-        self._mutation: StorageBackedSessionMutation | None = None
-        self._cancelled = False
-
-    def wait(self, timeout: float | None = None) -> StorageBackedSessionMutation:
-        """Block until granted and return the capability (the same object on every call).
-
-        Raises :class:`~sessiontree.errors.SessionClosedError` when the session closed first,
-        :class:`TimeoutError` when ``timeout`` seconds pass first (the admission stays queued), and
-        :class:`~sessiontree.errors.SessionMutationError` after :meth:`cancel`.
-        """
-        self._ticket.wait(timeout)
-        with self._lock:
-            if self._cancelled:
-                raise SessionMutationError("The admitted mutation was cancelled")
-            if self._mutation is None:
-                self._mutation = StorageBackedSessionMutation(self._storage, self._ticket)
-            return self._mutation
-
-    def cancel(self) -> None:
-        """Give up: leave the queue before the grant, or end the capability after it. Idempotent."""
-        with self._lock:
-            self._cancelled = True
-            mutation = self._mutation
-        if mutation is not None:
-            mutation.end()
-        else:
-            self._ticket.release()
-
-
-# --- branches -------------------------------------------------------------------------------------
-
-
-class MessageAppend(msgspec.Struct, frozen=True, gc=False):
-    """What :meth:`StorageBackedSession.append_to_branch` appends: a message entry."""
-
-    message: JsonValue
-
-
-class CustomEntryAppend(msgspec.Struct, frozen=True, gc=False):
-    """What :meth:`StorageBackedSession.append_to_branch` appends: a custom entry (``data`` optional)."""
-
-    custom_type: str
-    data: JsonValue | Absent = ABSENT
-
-
-BranchAppend = MessageAppend | CustomEntryAppend
-
-
-def _check_branch_append(name: str, entry: BranchAppend) -> None:
-    require_str(name, "branch name")
-    if isinstance(entry, MessageAppend):
-        require_message(entry.message)
-    elif isinstance(entry, CustomEntryAppend):
-        require_str(entry.custom_type, "custom_type")
-    else:
-        raise TypeError(f"entry must be a MessageAppend or CustomEntryAppend, not {type(entry).__name__}")
-
-
-class StorageBackedBranch:
-    """A named tip of a :class:`StorageBackedSession`; every call goes through the session."""
-
-    def __init__(self, name: str, session: StorageBackedSession) -> None:
-        self.name = name
-        self._session = session
-
-    def get_tip_id(self) -> str | None:
-        """The tip entry id (``None`` for an empty branch); ``SessionInvariantError`` if the tip is gone."""
-        return self._session.get_branch_tip(self.name)
-
-    def find_entries(self, *, start: str | None = None, **query: Unpack[BranchQuery]) -> list[Entry]:
-        """Entries on the path from ``start`` (default: the tip) to the root, newest first by default.
-
-        An explicit ``start`` may be any entry and skips the tip lookup; an empty branch gives ``[]``.
-        ``order=None`` means the default.
-        """
-        if "order" in query and query["order"] is None:
-            del query["order"]
-        if start is None:
-            start = self.get_tip_id()
-            if start is None:
-                return []
-        return self._session.scan_branch(start, **query)
-
-    def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None:
-        """The first entry :meth:`find_entries` would return, or ``None``."""
-        return _first_or_none(self.find_entries(limit=_single_limit(limit), **query))
-
-    def append_message(
-        self, message: JsonValue, *, expected_tip: str | None | AnyTip = ANY_TIP, entry_id: str | None = None
-    ) -> str:
-        """Append a message entry at the tip and move the tip to it; returns the new id.
-
-        ``expected_tip`` and ``entry_id``: see :meth:`StorageBackedSession.append_to_branch`.
-        """
-        return self._session.append_to_branch(
-            self.name, MessageAppend(message), expected_tip=expected_tip, entry_id=entry_id
-        )
-
-    def append_custom_entry(
-        self,
-        custom_type: str,
-        data: JsonValue | Absent = ABSENT,
-        *,
-        expected_tip: str | None | AnyTip = ANY_TIP,
-        entry_id: str | None = None,
-    ) -> str:
-        """Append a custom entry (without ``data`` when omitted) and move the tip; returns the new id.
-
-        ``expected_tip`` and ``entry_id``: see :meth:`StorageBackedSession.append_to_branch`.
-        """
-        return self._session.append_to_branch(
-            self.name, CustomEntryAppend(custom_type, data), expected_tip=expected_tip, entry_id=entry_id
-        )
-
-    def move_to(self, entry_id: str | None, *, expected_tip: str | None | AnyTip = ANY_TIP) -> None:
-        """Navigate: move the tip to another stored entry (``None``: empty). See
-        :meth:`StorageBackedSession.move_branch`."""
-        self._session.move_branch(self.name, entry_id, expected_tip=expected_tip)
-
-    def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:
-        """What the model is sent for this branch: :meth:`StorageBackedSession.context`."""
-        return self._session.context(self, entry_projectors=entry_projectors)
-
-    def __repr__(self) -> str:
-        return f"<StorageBackedBranch {self.name!r}>"
 
 
 # --- the session ------------------------------------------------------------------------------------
@@ -519,7 +117,7 @@ class StorageBackedBranch:
 _SessionState = Literal["open", "closing", "closed"]
 
 
-class StorageBackedSession(_StorageReads):
+class StorageBackedSession(StorageReads):
     """The :class:`~sessiontree.contracts.Session` every repository hands out, over one Storage.
 
     :param metadata: exposed as given.
@@ -597,11 +195,11 @@ class StorageBackedSession(_StorageReads):
         self._assert_open()
         self._refuse_reentry("begin a mutation")
         mutation = self.admit_mutation().wait()
-        _remember_held(mutation)
+        remember_held(mutation)
         return mutation
 
     def _refuse_reentry(self, action: str) -> None:
-        if _holds_line_on_this_thread(self._line):
+        if holds_line_on_this_thread(self._line):
             raise SessionMutationError(
                 f"Cannot {action} of session {self.metadata.id} while this thread holds one of its "
                 "mutations: it would wait for itself forever. Use the mutation object you hold "
@@ -664,7 +262,7 @@ class StorageBackedSession(_StorageReads):
 
     def find_entry(self, *, limit: int | float | None = None, **query: Any) -> Entry | None:
         """The first entry :meth:`find_entries` would return, or ``None``."""
-        return _first_or_none(self.find_entries(limit=_single_limit(limit), **query))
+        return first_or_none(self.find_entries(limit=single_limit(limit), **query))
 
     # --- direct writes (each its own mutation with one commit) --------------------------------------
 
@@ -676,7 +274,7 @@ class StorageBackedSession(_StorageReads):
         """
         if self._state != "open":
             raise SessionClosedError()
-        if getattr(_thread_holdings, "mutations", None):  # only a thread that took mutations can re-enter
+        if getattr(thread_holdings, "mutations", None):  # only a thread that took mutations can re-enter
             self._refuse_reentry("begin a mutation")
         ticket = self._line.enqueue()
         notify_admitted()
@@ -761,7 +359,7 @@ class StorageBackedSession(_StorageReads):
         def create() -> None:
             if storage.get_value(tip) is not None or (at is not None and at not in storage.get_entries([at])):
                 # This storage may be behind another writer of the session: decide on the latest state.
-                if _latest_value(storage, tip) is not ABSENT:
+                if latest_value(storage, tip) is not ABSENT:
                     raise SessionBranchExistsError(name)
                 if at is not None and at not in storage.get_entries([at]):
                     raise SessionUnknownTargetError(at)
@@ -857,7 +455,7 @@ class StorageBackedSession(_StorageReads):
         ``expected_tip`` a retry appends under the parent the stored entry has.
         """
         self._assert_open()
-        _check_branch_append(name, entry)
+        check_branch_append(name, entry)
         if not isinstance(expected_tip, AnyTip):
             require_optional_str(expected_tip, "expected_tip")
         if entry_id is not None:
@@ -877,7 +475,7 @@ class StorageBackedSession(_StorageReads):
                 parent = stored_entry.parent_id  # a retry: the append it repeats
             else:
                 stored = storage.get_value(tip_address)
-                parent = _latest_value(storage, tip_address) if stored is None else stored.value
+                parent = latest_value(storage, tip_address) if stored is None else stored.value
             while True:
                 if parent is ABSENT:
                     raise SessionInvariantError(f"Unknown branch: {name}")
