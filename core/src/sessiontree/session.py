@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from . import jsjson, values
 from .admission import notify_admitted
@@ -53,10 +53,6 @@ from .model import (
 )
 from .mutation_line import MutationLine
 from .queries import EntryScan, SeqOrder
-from .writes import Write, append_list, delete_list, delete_value, insert_entry, set_value
-
-if TYPE_CHECKING:
-    pass
 from .session_branch import (
     ANY_TIP,
     AnyTip,
@@ -68,6 +64,7 @@ from .session_branch import (
     check_branch_name,
     first_or_none,
     single_limit,
+    tip_for_write,
 )
 from .session_mutation import (
     AdmittedMutation,
@@ -80,6 +77,7 @@ from .session_mutation import (
     remember_held,
     thread_holdings,
 )
+from .writes import Write, append_list, delete_list, delete_value, insert_entry, set_value
 
 __all__ = [
     "ANY_TIP",
@@ -97,19 +95,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-def _tip_for_write(storage: Storage, tip: Address, name: str, expected_tip: str | None | AnyTip) -> JsonValue:
-    """The tip a branch write expects: ``expected_tip`` when given, else the latest tip (which must
-    exist: ``SessionInvariantError("Unknown branch: <name>")``)."""
-    if not isinstance(expected_tip, AnyTip):
-        require_optional_str(expected_tip, "expected_tip")
-        return expected_tip
-    stored = storage.get_value(tip)
-    current = latest_value(storage, tip) if stored is None else stored.value
-    if current is ABSENT:
-        raise SessionInvariantError(f"Unknown branch: {name}")
-    return current  # type: ignore[return-value]
 
 
 # --- the session ------------------------------------------------------------------------------------
@@ -395,7 +380,7 @@ class StorageBackedSession(StorageReads):
                 storage.commit(())
                 if entry_id not in storage.get_entries([entry_id]):
                     raise SessionUnknownTargetError(entry_id)
-            current = _tip_for_write(storage, tip, name, expected_tip)
+            current = tip_for_write(storage, tip, name, expected_tip)
             storage.commit([set_value(tip, entry_id)], expect={tip: current})
 
         self._exclusive(move)
@@ -413,7 +398,7 @@ class StorageBackedSession(StorageReads):
         storage = self._storage
 
         def delete() -> None:
-            current = _tip_for_write(storage, tip, name, expected_tip)
+            current = tip_for_write(storage, tip, name, expected_tip)
             storage.commit([delete_value(tip)], expect={tip: current})
 
         self._exclusive(delete)

@@ -9,21 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .arguments import (
-    require_message,
-    require_str,
-)
+from .arguments import require_message, require_optional_str, require_str
 from .context import EntryProjector
-from .errors import (
-    SessionInvalidBranchError,
-)
-from .model import (
-    ABSENT,
-    Absent,
-    Entry,
-    JsonValue,
-)
+from .contracts import Storage
+from .errors import SessionInvalidBranchError, SessionInvariantError
+from .model import ABSENT, Absent, Address, Entry, JsonValue
 from .queries import BranchQuery
+from .session_mutation import latest_value
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -59,6 +51,19 @@ def check_branch_name(name: str) -> None:
         raise SessionInvalidBranchError(name, "branch name must not be empty")
     if "\x00" in name:
         raise SessionInvalidBranchError(name, "branch name must not contain \\u0000")
+
+
+def tip_for_write(storage: Storage, tip: Address, name: str, expected_tip: str | None | AnyTip) -> JsonValue:
+    """The tip a branch write expects: ``expected_tip`` when given, else the latest tip (which must
+    exist: ``SessionInvariantError("Unknown branch: <name>")``)."""
+    if not isinstance(expected_tip, AnyTip):
+        require_optional_str(expected_tip, "expected_tip")
+        return expected_tip
+    stored = storage.get_value(tip)
+    current = latest_value(storage, tip) if stored is None else stored.value
+    if current is ABSENT:
+        raise SessionInvariantError(f"Unknown branch: {name}")
+    return current  # type: ignore[return-value]
 
 
 def first_or_none(entries: Sequence[Entry]) -> Entry | None:
