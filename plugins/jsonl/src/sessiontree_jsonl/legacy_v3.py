@@ -47,16 +47,13 @@ Offset-less timestamps are read in ``local_timezone`` (UTC by default, see :mod:
 
 from __future__ import annotations
 
-import datetime as _dt
-import math
 from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
 from sessiontree import jsjson
 from sessiontree.context import CONTEXT_RULES
-from sessiontree.errors import StorageFormatError
 from sessiontree.fs import FileHandle, FileSystem, TextLine
 from sessiontree.model import ABSENT, JsonValue
 from sessiontree.wire import committed_write_from_wire
@@ -64,7 +61,18 @@ from sessiontree.writes import Write
 
 from .legacy_dates import js_date_parse
 from .legacy_ids import LegacyIdKey, legacy_id_key, legacy_uuidv7
-from .legacy_v3_records import SKIPPED, Migration, ParsedLine, iter_records, parse_lenient
+from .legacy_v3_header import (
+    LegacyV3Error,
+    LegacyV3Header,
+    LegacyV3Options,
+    find_header,
+    is_legacy_v3_header,
+    parse_legacy_v3_header,
+    read_lenient_header,
+    resolve_legacy_parent,
+)
+from .legacy_v3_js import add_usage, empty_usage, js_get, js_truthy, parse_record, spread
+from .legacy_v3_records import Migration, ParsedLine, iter_records
 from .lines import iter_handle_lines
 
 __all__ = [
@@ -80,7 +88,6 @@ __all__ = [
     "resolve_legacy_parent",
 ]
 
-Compatibility = Literal["extended", "pi"]
 
 USAGE_CUSTOM_TYPE = "legacy_v3.usage"
 """``customType`` of the entries the CLI's ``usage`` records become."""
@@ -88,201 +95,13 @@ CONTEXT_EDIT_CUSTOM_TYPE = "legacy_v3.context_edit"
 """``customType`` of the entries the CLI's ``context_edit`` records become."""
 
 _RETAINED = frozenset({"message", "custom_message", "custom", "compaction", "branch_summary"})
-_DISCARDED = frozenset({"model_change", "thinking_level_change", "active_tools_change", "session_info", "label"})
+_DISCARDED = frozenset(
+    {"model_change", "thinking_level_change", "active_tools_change", "session_info", "label"}
+)
 _EXTENDED = {"usage": USAGE_CUSTOM_TYPE, "context_edit": CONTEXT_EDIT_CUSTOM_TYPE}
 _LANE_KINDS = frozenset({"model_change", "thinking_level_change", "active_tools_change"})
 _RECORD_LINK_KEYS = frozenset({"type", "id", "parentId", "timestamp"})
 _IDLE_LANE_STATE: dict[str, JsonValue] = {"currentOperationId": None, "lastOperationId": None, "inbox": []}
-
-
-class LegacyV3Error(StorageFormatError):
-    """A v3 file pi refuses to import. The message is pi's, word for word (pi adds no path or line to
-    most of them; :attr:`path` and :attr:`line` carry them here).
-    """
-
-
-@attrs.frozen(kw_only=True)
-class LegacyV3Options:
-    """How to read v3 files."""
-
-    compatibility: Compatibility = "extended"
-    """``"extended"`` accepts the CLI records pi 0.87.1 rejects (module docs); ``"pi"`` rejects them."""
-    local_timezone: _dt.tzinfo = _dt.timezone.utc
-    """Zone of timestamps written without an offset (JS reads them as process-local time)."""
-
-
-# --- JS semantics the importer inherits ---------------------------------------------------------
-
-
-
-
-def _js_truthy(value: object) -> bool:
-    if value is ABSENT or value is None or value is False:
-        return False
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value == value and value != 0
-    if isinstance(value, str):
-        return value != ""
-    return True
-
-
-def _js_get(obj: object, key: str) -> object:
-    """``obj.key``: ABSENT when missing; reading from null/undefined raises pi's TypeError text."""
-    if isinstance(obj, dict):
-        return obj.get(key, ABSENT)
-    if obj is None or obj is ABSENT:
-        raise LegacyV3Error(f"Cannot read properties of {jsjson.template_string(obj)} (reading '{key}')")
-    if isinstance(obj, (str, list)) and key == "length":
-        return len(obj)
-    return ABSENT
-
-
-def _to_number(value: object) -> float:
-    if value is ABSENT:
-        return math.nan
-    if value is None or value is False:
-        return 0
-    if value is True:
-        return 1
-    return value  # type: ignore[return-value]
-
-
-def _js_add(left: object, right: object) -> object:
-    """JS binary ``+`` on parsed JSON values (numbers add, anything stringy concatenates)."""
-    if isinstance(left, (str, list, dict)) or isinstance(right, (str, list, dict)):
-        return jsjson.template_string(left) + jsjson.template_string(right)
-    return _to_number(left) + _to_number(right)
-
-
-_USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
-_COST_FIELDS = ("input", "output", "cacheRead", "cacheWrite", "total")
-
-
-def _add_usage(total: dict[str, Any], usage: object) -> dict[str, Any]:
-    """pi's ``addUsage(total, usage)`` over raw JSON, with JS arithmetic (a missing number gives NaN)."""
-    result: dict[str, Any] = {}
-    for field in _USAGE_FIELDS:
-        result[field] = _js_add(total[field], _js_get(usage, field))
-    for optional in ("cacheWrite1h", "reasoning"):
-        mine, theirs = total.get(optional, ABSENT), _js_get(usage, optional)
-        if mine is not ABSENT or theirs is not ABSENT:
-            result[optional] = _js_add(0 if mine is ABSENT else mine, 0 if theirs is ABSENT else theirs)
-    result["totalTokens"] = _js_add(total["totalTokens"], _js_get(usage, "totalTokens"))
-    cost = _js_get(usage, "cost")
-    result["cost"] = {field: _js_add(total["cost"][field], _js_get(cost, field)) for field in _COST_FIELDS}
-    return result
-
-
-def _empty_usage() -> dict[str, Any]:
-    return {
-        "input": 0,
-        "output": 0,
-        "cacheRead": 0,
-        "cacheWrite": 0,
-        "totalTokens": 0,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-    }
-
-
-def _spread(value: object) -> list[JsonValue]:
-    """``[...entry.activeToolNames]``: arrays are copied, strings split into code points."""
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, str):
-        return list(value)
-    raise LegacyV3Error("entry.activeToolNames is not iterable")
-
-
-def _parse_record(text: str) -> JsonValue:
-    try:
-        return jsjson.loads(text)
-    except jsjson.JSONDecodeError as error:
-        cause: Exception = error
-        if not text.strip(" \t\r\n"):
-            cause = jsjson.JSONDecodeError("Unexpected end of JSON input")
-        raise LegacyV3Error("Invalid legacy v3 JSONL record: not valid JSON") from cause
-
-
-# --- header -------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class LegacyV3Header:
-    """A valid v3 header: ``created_at`` is ``Date.parse(timestamp)``."""
-
-    id: str
-    created_at: int
-    cwd: str
-    parent_session: str | None = None
-    version: int | None = 3
-    """3, or the older version the CLI migrates from (1, 2, ``None`` when absent)."""
-
-
-def parse_legacy_v3_header(
-    value: JsonValue, *, local_timezone: _dt.tzinfo = _dt.timezone.utc, migratable: bool = False
-) -> LegacyV3Header | None:
-    """The header if ``value`` is a valid v3 header (pi's ``isLegacyV3SessionHeader``), else ``None``.
-
-    Requires ``type: "session"``, ``version`` the number 3, string ``id`` and ``cwd``, a ``Date.parse``-able
-    ``timestamp`` and an absent or string ``parentSession``; other keys are ignored. ``migratable`` also
-    accepts the v1 and v2 headers the CLI migrates (``version`` absent, 1 or 2).
-    """
-    if not isinstance(value, dict) or value.get("type") != "session":
-        return None
-    version = value.get("version", None)
-    if isinstance(version, bool) or not isinstance(version, (int, float)) or version != 3:
-        if not (migratable and (version is None or (type(version) is int and version in (1, 2)))):
-            return None
-    session_id, cwd, parent = value.get("id"), value.get("cwd"), value.get("parentSession", ABSENT)
-    if not isinstance(session_id, str) or not isinstance(cwd, str):
-        return None
-    if parent is not ABSENT and not isinstance(parent, str):
-        return None
-    created_at = js_date_parse(value.get("timestamp"), local_timezone=local_timezone)
-    if created_at is None:
-        return None
-    return LegacyV3Header(
-        id=session_id,
-        created_at=created_at,
-        cwd=cwd,
-        parent_session=None if parent is ABSENT else parent,
-        version=None if version is None else int(version),
-    )
-
-
-def is_legacy_v3_header(value: JsonValue, *, local_timezone: _dt.tzinfo = _dt.timezone.utc) -> bool:
-    """Whether ``value`` is a valid v3 header (see :func:`parse_legacy_v3_header`)."""
-    return parse_legacy_v3_header(value, local_timezone=local_timezone) is not None
-
-
-def resolve_legacy_parent(
-    fs: FileSystem,
-    parent_session: str,
-    *,
-    is_header: Callable[[JsonValue], str | None] | None = None,
-    local_timezone: _dt.tzinfo = _dt.timezone.utc,
-) -> dict[str, str]:
-    """``{"parentSessionId": id}`` when ``parent_session`` names a file whose first line is any valid
-    header (``is_header`` returns its id), else ``{"legacyParentSessionPath": parent_session}``.
-
-    A relative path is resolved against the file system's working directory, as pi does. A missing
-    or unreadable file, or a bad header, falls back to the path (never an error). By default any valid
-    format-4 or v3 header counts.
-    """
-    if is_header is None:
-        is_header = _header_id_reader(local_timezone)
-    try:
-        line = fs.read_first_line(fs.absolute(parent_session))
-    except OSError:
-        line = None
-    if line is not None:
-        try:
-            parent_id = is_header(jsjson.loads(line.text))
-        except jsjson.JSONDecodeError:
-            parent_id = None
-        if parent_id is not None:
-            return {"parentSessionId": parent_id}
-    return {"legacyParentSessionPath": parent_session}
 
 
 # --- pass 1: inventory --------------------------------------------------------------------------
@@ -293,7 +112,9 @@ class _Record:
 
     __slots__ = ("key", "legacy_id", "type", "parent", "mapped_id", "seq", "line", "lane_value")
 
-    def __init__(self, key: LegacyIdKey, legacy_id: object, record_type: str, parent: _Record | None, line: int):
+    def __init__(
+        self, key: LegacyIdKey, legacy_id: object, record_type: str, parent: _Record | None, line: int
+    ):
         self.key = key
         self.legacy_id = legacy_id
         self.type = record_type
@@ -319,7 +140,9 @@ class LegacyV3Source:
     reads the same open file, so a concurrent replace of the path does not change what it sees.
     """
 
-    def __init__(self, handle: FileHandle, path: str, header: LegacyV3Header, options: LegacyV3Options) -> None:
+    def __init__(
+        self, handle: FileHandle, path: str, header: LegacyV3Header, options: LegacyV3Options
+    ) -> None:
         self._handle = handle
         self.path = path
         self.legacy_header = header
@@ -340,7 +163,7 @@ class LegacyV3Source:
         ``active_tools_change``, a compaction's ``retainedTail``): its context follows that harness."""
         self.entry_count = 0
         """Number of retained records (format-4 entries)."""
-        self.imported_usage: dict[str, Any] = _empty_usage()
+        self.imported_usage: dict[str, Any] = empty_usage()
         """pi's imported usage total (``usage`` wire object; numbers may be NaN, as in pi)."""
         self.parent_fields: dict[str, str] = {}
         """``parentSessionId`` or ``legacyParentSessionPath`` (or nothing)."""
@@ -371,7 +194,7 @@ class LegacyV3Source:
         try:
             size = handle.size()
             lines = iter_handle_lines(handle, limit=size)
-            found = _find_header(lines, options)
+            found = find_header(lines, options)
             if found is None:
                 raise LegacyV3Error(f"Invalid legacy v3 JSONL header: {path}", path=path, line=1)
             header, header_line = found
@@ -443,7 +266,7 @@ class LegacyV3Source:
         """The records after the header, read strictly (pi) or leniently (the CLI), migrated from v1/v2."""
         migration = Migration(self.legacy_header.version)
         for parsed in iter_records(
-            lines, first_line=self._header_line + 1, lenient=self._lenient, parse_strict=_parse_record
+            lines, first_line=self._header_line + 1, lenient=self._lenient, parse_strict=parse_record
         ):
             yield ParsedLine(parsed.line, migration.apply(parsed.value)) if migration.needed else parsed
 
@@ -462,26 +285,38 @@ class LegacyV3Source:
             line_number, record = parsed.line, parsed.value
             record_type = _record_type(record)
             known = isinstance(record_type, str) and (
-                record_type in _RETAINED or record_type in _DISCARDED or (lenient and record_type in _EXTENDED)
+                record_type in _RETAINED
+                or record_type in _DISCARDED
+                or (lenient and record_type in _EXTENDED)
             )
             if not known and not lenient:
                 written = record.get("type", ABSENT) if isinstance(record, dict) else ABSENT
-                raise self._error(f"Unsupported legacy v3 record type: {jsjson.template_string(written)}", line_number)
+                raise self._error(
+                    f"Unsupported legacy v3 record type: {jsjson.template_string(written)}", line_number
+                )
             legacy_id = record.get("id", ABSENT) if isinstance(record, dict) else ABSENT
             if not known and not isinstance(legacy_id, str):
                 # The CLI keeps a JSON value without a string id as an entry nothing can reach; when it
                 # is the last one, the CLI's leaf is undefined and its context is empty.
-                self._ordered.append(_Record(legacy_id_key(legacy_id), legacy_id, record_type, None, line_number))
+                self._ordered.append(
+                    _Record(legacy_id_key(legacy_id), legacy_id, record_type, None, line_number)
+                )
                 final = None
                 continue
             assert isinstance(record, dict)
             key = legacy_id_key(legacy_id)
             if key in self._records:
-                raise self._error(f"Duplicate legacy v3 entry id: {jsjson.template_string(legacy_id)}", line_number)
+                raise self._error(
+                    f"Duplicate legacy v3 entry id: {jsjson.template_string(legacy_id)}", line_number
+                )
             parent_id = record.get("parentId", ABSENT)
             parent: _Record | None = None
             target = record.get("targetId", ABSENT)
-            if record_type == "leaf" and lenient and (target is None or legacy_id_key(target) in self._records):
+            if (
+                record_type == "leaf"
+                and lenient
+                and (target is None or legacy_id_key(target) in self._records)
+            ):
                 # pi-agent-core 0.74-0.83: a leaf line moves the head to its target (pi-versions.md §4).
                 # (A target not in the file is read as the CLI reads it: an unknown record.)
                 self.harness_records = True
@@ -504,7 +339,9 @@ class LegacyV3Source:
             else:
                 if legacy_id is None:
                     raise self._error("Legacy v3 entry reference has no retained ancestor: null", line_number)
-                timestamp = js_date_parse(record.get("timestamp", ABSENT), local_timezone=self.options.local_timezone)
+                timestamp = js_date_parse(
+                    record.get("timestamp", ABSENT), local_timezone=self.options.local_timezone
+                )
                 try:
                     entry.mapped_id = legacy_uuidv7(self.legacy_header.id, _id_text(legacy_id), timestamp)
                 except ValueError as error:
@@ -526,20 +363,20 @@ class LegacyV3Source:
                     self.harness_records = True
             elif record_type == "message":
                 message = record.get("message", ABSENT)
-                if _js_get(message, "role") in ("assistant", "toolResult"):
-                    message_usage = _js_get(message, "usage")
+                if js_get(message, "role") in ("assistant", "toolResult"):
+                    message_usage = js_get(message, "usage")
                     if message_usage is not ABSENT:
-                        usage = _add_usage(usage, message_usage)
+                        usage = add_usage(usage, message_usage)
             elif record_type in ("compaction", "branch_summary"):
                 record_usage = record.get("usage", ABSENT)
                 if record_usage is not ABSENT:
-                    usage = _add_usage(usage, record_usage)
+                    usage = add_usage(usage, record_usage)
                 if record_type == "compaction":
                     self._plan_compaction(entry, record)
             elif record_type == "usage":
                 record_usage = record.get("usage", ABSENT)
                 if isinstance(record_usage, dict) and isinstance(record_usage.get("cost"), dict):
-                    usage = _add_usage(usage, record_usage)
+                    usage = add_usage(usage, record_usage)
         for entry, parent_key, parent_id in dangling:
             if parent_key in self._records:  # a forward parent could close a cycle: refuse it
                 raise self._error(
@@ -558,7 +395,9 @@ class LegacyV3Source:
         tail = record.get("retainedTail", ABSENT)
         if self._lenient and tail is not ABSENT:
             self.harness_records = True
-        lenient_keep_nothing = self._lenient and (first_kept is ABSENT or legacy_id_key(first_kept) == entry.key)
+        lenient_keep_nothing = self._lenient and (
+            first_kept is ABSENT or legacy_id_key(first_kept) == entry.key
+        )
         self._compactions[entry.key] = _CompactionPlan(
             first_kept=None if first_kept is ABSENT else legacy_id_key(first_kept),
             keep_nothing=lenient_keep_nothing,
@@ -590,14 +429,14 @@ class LegacyV3Source:
 
     def _derive_values(self) -> None:
         values: list[tuple[str, str, JsonValue]] = []
-        if _js_truthy(self._name):
+        if js_truthy(self._name):
             values.append(("pi.session.name", "", self._name))
         labels: dict[str, JsonValue] = {}
         for target_id, label in self._labels:
             target = self._resolve(target_id)
             if target is None:
                 continue
-            if _js_truthy(label):
+            if js_truthy(label):
                 labels[target] = label  # a JS Map keeps an existing key's position
             else:
                 labels.pop(target, None)
@@ -624,7 +463,7 @@ class LegacyV3Source:
             if walker.type in _LANE_KINDS and walker.type not in found:
                 found[walker.type] = walker.lane_value
                 if walker.type == "active_tools_change":
-                    found[walker.type] = _spread(walker.lane_value)
+                    found[walker.type] = spread(walker.lane_value)
             walker = walker.parent
         if "model_change" not in found or "thinking_level_change" not in found:
             return None
@@ -646,7 +485,7 @@ class LegacyV3Source:
         matches the inventory.
         """
         lines = iter_handle_lines(self._handle, limit=self._size)
-        found = _find_header(lines, self.options)
+        found = find_header(lines, self.options)
         header = None if found is None else found[0]
         if header is None or header.id != self.legacy_header.id or header.cwd != self.legacy_header.cwd:
             raise self._error("Legacy v3 source header changed")
@@ -663,7 +502,9 @@ class LegacyV3Source:
                 raise self._error("Legacy v3 source changed", expected.line)
             if expected.seq is None:
                 continue
-            timestamp = js_date_parse(record.get("timestamp", ABSENT), local_timezone=self.options.local_timezone)
+            timestamp = js_date_parse(
+                record.get("timestamp", ABSENT), local_timezone=self.options.local_timezone
+            )
             entry = self._materialize(expected, record, timestamp, projections)
             if expected.key in self._needed:
                 projection = self._project(expected, record, entry, timestamp)
@@ -679,7 +520,11 @@ class LegacyV3Source:
             yield committed_write_from_wire(record)
 
     def _materialize(
-        self, entry: _Record, record: dict[str, Any], timestamp: int | None, projections: dict[LegacyIdKey, JsonValue]
+        self,
+        entry: _Record,
+        record: dict[str, Any],
+        timestamp: int | None,
+        projections: dict[LegacyIdKey, JsonValue],
     ) -> dict[str, JsonValue]:
         parent = entry.parent
         out: dict[str, JsonValue] = {
@@ -717,7 +562,9 @@ class LegacyV3Source:
             )
             if self._lenient and not self.harness_records:
                 # The CLI's kept range, for the core's context building (sessiontree.context docs).
-                out.update(firstKeptEntryId=self._first_kept_entry(entry), systemMessage=get("systemMessage", ABSENT))
+                out.update(
+                    firstKeptEntryId=self._first_kept_entry(entry), systemMessage=get("systemMessage", ABSENT)
+                )
         elif kind == "custom":
             out.update(type="custom", customType=get("customType", ABSENT), data=get("data", ABSENT))
         else:  # the CLI's usage / context_edit records (extended compatibility)
@@ -731,7 +578,11 @@ class LegacyV3Source:
         return {k: v for k, v in out.items() if v is not ABSENT}
 
     def _project(
-        self, entry: _Record, record: dict[str, Any], materialized: dict[str, JsonValue], timestamp: int | None
+        self,
+        entry: _Record,
+        record: dict[str, Any],
+        materialized: dict[str, JsonValue],
+        timestamp: int | None,
     ) -> JsonValue:
         """The context message a record contributes to a later compaction's retained tail."""
         kind = entry.type
@@ -741,7 +592,7 @@ class LegacyV3Source:
             return materialized["message"]
         if kind == "branch_summary":
             summary = record.get("summary", ABSENT)
-            if not _js_truthy(summary):
+            if not js_truthy(summary):
                 return ABSENT
             return {
                 "role": "branchSummary",
@@ -798,39 +649,15 @@ class LegacyV3Source:
             walker = walker.parent
         if self._lenient:
             return []  # the CLI keeps nothing when firstKeptEntryId is not on the path
-        first_kept = "undefined" if plan.first_kept is None else jsjson.template_string(self._legacy_id_of(plan.first_kept))
+        first_kept = (
+            "undefined"
+            if plan.first_kept is None
+            else jsjson.template_string(self._legacy_id_of(plan.first_kept))
+        )
         raise self._error(
             f"Legacy v3 compaction {jsjson.template_string(entry.legacy_id)} firstKeptEntryId is not on its parent branch: {first_kept}",
             entry.line,
         )
-
-
-def read_lenient_header(handle: FileHandle, options: LegacyV3Options) -> LegacyV3Header | None:
-    """The header the pi CLI finds in an open file (see :func:`_find_header`; ``None`` in pi compatibility
-    unless line 1 is a v3 header)."""
-    found = _find_header(iter_handle_lines(handle), options)
-    return None if found is None else found[0]
-
-
-def _find_header(lines: Iterator[TextLine], options: LegacyV3Options) -> tuple[LegacyV3Header, int] | None:
-    """The header and its line number: line 1 for pi; for the CLI the first line that parses (blank and
-    unparsable lines before it are skipped), which may also be a v1/v2 header the CLI migrates."""
-    lenient = options.compatibility == "extended"
-    for number, line in enumerate(lines, start=1):
-        if not lenient:
-            if not line.terminated:
-                return None
-            try:
-                value = jsjson.loads(line.text)
-            except jsjson.JSONDecodeError:
-                return None
-        else:
-            value = parse_lenient(line.text)
-            if value is SKIPPED:
-                continue
-        header = parse_legacy_v3_header(value, local_timezone=options.local_timezone, migratable=lenient)
-        return None if header is None else (header, number)
-    return None
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -869,36 +696,6 @@ def _present(**fields: object) -> dict[str, JsonValue]:
 
 def _nullish(value: object, default: JsonValue) -> JsonValue:
     return default if value is ABSENT or value is None else value
-
-
-
-
-def _v4_header_id(value: JsonValue) -> str | None:
-    """The id of a valid format-4 header (pi's ``isJsonlStorageHeader``, pi-formats.md §2.2), else ``None``."""
-    if not isinstance(value, dict) or value.get("kind") != "header" or value.get("v") != 4:
-        return None
-    if isinstance(value.get("v"), bool) or not isinstance(value.get("cwd"), str):
-        return None
-    if jsjson.safe_integer(value.get("storageVersion"), 1) is None or jsjson.safe_integer(value.get("createdAt"), 0) is None:
-        return None
-    if "nextSeq" in value and jsjson.safe_integer(value["nextSeq"], 1) is None:
-        return None
-    for optional in ("parentSessionId", "legacyParentSessionPath"):
-        if optional in value and not isinstance(value[optional], str):
-            return None
-    session_id = value.get("id")
-    return session_id if isinstance(session_id, str) else None
-
-
-def _header_id_reader(local_timezone: _dt.tzinfo) -> Callable[[JsonValue], str | None]:
-    def header_id(value: JsonValue) -> str | None:
-        v4 = _v4_header_id(value)
-        if v4 is not None:
-            return v4
-        header = parse_legacy_v3_header(value, local_timezone=local_timezone)
-        return None if header is None else header.id
-
-    return header_id
 
 
 _OBJECT_TYPE = object()

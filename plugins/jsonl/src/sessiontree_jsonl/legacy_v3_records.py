@@ -116,6 +116,10 @@ class Migration:
                 else:
                     record["firstKeptEntryIndex"] = index  # the CLI converts numbers only
         message = record.get("message")
-        if record.get("type") == "message" and isinstance(message, dict) and message.get("role") == "hookMessage":
+        if (
+            record.get("type") == "message"
+            and isinstance(message, dict)
+            and message.get("role") == "hookMessage"
+        ):
             record["message"] = {**message, "role": "custom"}
         return record
