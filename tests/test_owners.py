@@ -184,13 +184,13 @@ def test_a_repository_with_its_own_owner_binding_is_bound_by_it_and_closed_when_
 
 
 def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
-    section = text.split("\n### Tenants (owners)\n", 1)[1].split("\n## ", 1)[0]
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "many-writers.md").read_text(encoding="utf-8")
+    section = text.split("\n## Tenants (owners)\n", 1)[1].split("\n## ", 1)[0]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     url_line = 'URL = "jsonl:///var/lib/agent/sessions?cwd=/srv/project"'
     assert code.count(url_line) == 1
     code = code.replace(url_line, f"URL = {f'jsonl://{tmp_path}/sessions?cwd={tmp_path}'!r}")
     namespace: dict[str, Any] = {"__name__": "readme_owners"}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(code, "docs/many-writers.md", "exec"), namespace)  # noqa: S102
     with sessiontree.open_repo(f"jsonl://{tmp_path}/sessions?cwd={tmp_path}") as everyone:
         assert [owner_of(m) for m in everyone.list()] == [A, A]
