@@ -20,7 +20,6 @@ __all__ = [
     "InvalidAddressError",
     "InvalidArgumentError",
     "InvalidQueryError",
-    "InvalidURLError",
     "PluginError",
     "PluginLoadError",
     "SessionBranchExistsError",
@@ -282,10 +281,6 @@ class BackendNotFoundError(PluginError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "backend not found"
-
-
-class InvalidURLError(PluginError, ValueError):
-    """A repository URL or mapping cannot be parsed."""
 
 
 class BackendConflictError(PluginError):

@@ -47,7 +47,6 @@ __all__ = [
     "UnknownEntry",
     "Usage",
     "UsageRow",
-    "is_absent",
     "is_record_class",
     "record_fields",
     "replace",
@@ -74,11 +73,6 @@ JsonValue: TypeAlias = Any
 
 EntryType = Literal["message", "compaction", "branch_summary", "custom"]
 ENTRY_TYPES: tuple[str, ...] = ("message", "compaction", "branch_summary", "custom")
-
-
-def is_absent(value: object) -> bool:
-    """True when ``value`` is :data:`ABSENT`."""
-    return value is ABSENT
 
 
 class Record(msgspec.Struct, frozen=True, gc=False):

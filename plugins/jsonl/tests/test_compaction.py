@@ -109,7 +109,7 @@ def test_compaction_keeps_the_state_and_drops_dead_lines(tmp_path: Path) -> None
     path = tmp_path / "busy.jsonl"
     with build_busy_session(path) as storage:
         before = snapshot(storage)
-        next_seq = storage.capture_next_seq()
+        next_seq = storage.next_seq()
         original_objects = set(_line_objects(path))
         size_before = path.stat().st_size
         report = storage.compact()
@@ -164,7 +164,7 @@ def test_another_storage_follows_a_compaction(tmp_path: Path) -> None:
         # Lazy reads of the old file keep working; the next commit reads the new file.
         assert other.get_entries(["m5"])["m5"].message == {"role": "user", "content": "turn 5"}  # type: ignore[union-attr]
         result = other.commit([EntryWrite(MessageEntry(id="x", parent_id="m39", message={"role": "user"}))])
-        assert result.first_seq == compactor.capture_next_seq()
+        assert result.first_seq == compactor.next_seq()
         assert other.get_entries(["m3"])["m3"] == old_entry
         compactor.commit([set_value(value("app.kv", "k"), 1)])
         assert compactor.get_entries(["x"])["x"].parent_id == "m39"

@@ -54,8 +54,8 @@ def _outcome(path: Path) -> Any:
                 [wire.entry_to_wire(e) for e in storage.scan_entries()],
                 [(v.address.key, v.value, v.seq) for v in values],
                 wire.stats_to_wire(storage.get_stats()),
-                storage.capture_next_seq(),
-                [storage.state.commits.commit_of(seq) for seq in range(storage.capture_next_seq() + 1)],
+                storage.next_seq(),
+                [storage.state.commits.commit_of(seq) for seq in range(storage.next_seq() + 1)],
             )
     except StorageFormatError as error:
         return ("error", str(error), repr(error.__cause__))

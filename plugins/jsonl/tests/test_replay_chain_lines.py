@@ -51,7 +51,7 @@ def _outcome(path: Path) -> Any:
                 [wire.entry_to_wire(e) for e in storage.scan_entries()],
                 [wire.usage_row_to_wire(u) for u in storage.scan_usage()],
                 wire.stats_to_wire(storage.get_stats()),
-                storage.capture_next_seq(),
+                storage.next_seq(),
             )
     except StorageFormatError as error:
         return ("error", str(error), repr(error.__cause__))

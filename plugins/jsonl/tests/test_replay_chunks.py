@@ -39,7 +39,7 @@ def _write(path: Path, torn: bytes = b"") -> None:
 
 def _state(path: Path) -> Any:
     with JsonlStorage.open(path) as storage:
-        return [wire.entry_to_wire(e) for e in storage.scan_entries()], storage.capture_next_seq()
+        return [wire.entry_to_wire(e) for e in storage.scan_entries()], storage.next_seq()
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 7, 64, 333, 1000])

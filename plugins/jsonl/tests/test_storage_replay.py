@@ -63,7 +63,7 @@ def _everything(storage: JsonlStorage) -> dict[str, Any]:
         ],
         "usage": [wire.usage_row_to_wire(u) for u in storage.scan_usage()],
         "stats": wire.stats_to_wire(storage.get_stats()),
-        "next_seq": storage.capture_next_seq(),
+        "next_seq": storage.next_seq(),
     }
 
 

@@ -56,7 +56,7 @@ from .io import Durability, publish_atomically
 from .legacy_v3 import LegacyV3Options, LegacyV3Source
 from .lines import iter_handle_lines
 
-__all__ = ["ForkResult", "SourceIndex", "fork_session_file", "iter_v4_writes"]
+__all__ = ["ForkResult", "SourceIndex", "fork_session_file"]
 
 _TIP = "pi.branch.tip"
 _CHUNK = 1 << 20
@@ -196,15 +196,6 @@ def _seq_range(fields: list[_Fields] | None, writes: list[dict[str, Any]] | None
         return fields[0].seq, fields[-1].seq
     assert writes
     return writes[0]["seq"], writes[-1]["seq"]
-
-
-def iter_v4_writes(
-    handle: FileHandle, *, limit: int, boundary: int | None = None
-) -> Iterator[dict[str, Any]]:
-    """The committed write records of a format-4 file's complete lines after the header (see
-    :func:`_v4_lines` for ``limit`` and ``boundary``)."""
-    for raw, _fields, writes in _v4_lines(handle, limit=limit, boundary=boundary):
-        yield from writes if writes is not None else _exact_writes(raw)
 
 
 class _UndecodedTip:

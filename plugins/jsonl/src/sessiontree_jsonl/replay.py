@@ -33,7 +33,7 @@ from typing import Annotated, Any, cast
 import msgspec
 
 from sessiontree import deepjson, jsjson
-from sessiontree.engine import EntryNode, OnDemandEntry, Record, SessionState, structure_of
+from sessiontree.engine import EntryNode, OnDemandEntry, SessionState, structure_of
 from sessiontree.errors import StorageError, StorageFormatError
 from sessiontree.fs import FileHandle
 from sessiontree.kit.validation import ADDRESS, ENTRY, USAGE, proves_entry_chain, proves_structures
@@ -151,11 +151,6 @@ def load_entries(records: Sequence[Any]) -> list[Entry]:
         for position, entry in zip(positions, loader.load_many([records[p] for p in positions])):
             entries[position] = entry
     return entries
-
-
-def as_engine_node(node: LazyEntryNode) -> Record:
-    """``node`` typed as an engine record (an on-demand one; see :class:`LazyEntryNode`)."""
-    return cast(OnDemandEntry, node)
 
 
 # --- entry payloads on demand ---------------------------------------------------------------------

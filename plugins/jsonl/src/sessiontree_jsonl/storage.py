@@ -556,11 +556,6 @@ class JsonlStorage(StateStorage):
 
         return self.run_ordered(job)
 
-    def capture_next_seq(self) -> int:
-        """The next seq as a job on the commit queue: a fork boundary that sees exactly the commits
-        admitted before it (pi's ``captureForkNextSeq``; :meth:`next_seq`)."""
-        return self.next_seq()
-
     def select_fork(
         self, state: SessionState, handle: FileHandle, options: ForkOptions
     ) -> OpenForkSelection | None:
