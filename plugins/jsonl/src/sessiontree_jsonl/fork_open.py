@@ -8,8 +8,7 @@ reads and writes them, each as its own line, after one check that they already a
 output (:func:`sessiontree.jsjson.is_stringify_output`; an entry that is not is re-serialized, as pi
 does). Text the generation already knows to be that output (:attr:`Generation.exact_from
 <sessiontree_jsonl.loading.Generation.exact_from>`: sessiontree's own appends, or a resumed runtime's
-lines its open proved) is copied without the check, which was about a third of a fork of 5k messages
-(119 -> 78 M instructions, callgrind). The few surviving value and list rows are found by seq (the line
+lines its open proved) is copied without the check (that check was about a third of a fork's work). The few surviving value and list rows are found by seq (the line
 of the entry just before them on) and go through the streaming fork's own projection. One write and,
 for ``durability="fsync"``, one fsync; the result is byte for byte what the streaming fork writes.
 
