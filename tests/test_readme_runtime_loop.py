@@ -57,7 +57,7 @@ def test_the_loop_runs_on_jsonl_and_its_sessions_persist(tmp_path: Path) -> None
         with repo.open(session_id) as session:
             assert session.metadata.cwd == str(project)
             roles = [message["role"] for message in session.context("main")]
-            assert roles == ["user", "assistant", "user"]
+            assert roles == ["compactionSummary", "assistant", "user"]
             assert session.get_value(lane_config("main")).value["model"] == {  # type: ignore[union-attr]
                 "provider": "anthropic",
                 "modelId": "claude-sonnet-4-5",
@@ -76,7 +76,7 @@ def test_the_loop_runs_on_sqlite_and_its_sessions_persist(layout: str, tmp_path:
     session_id = run_loop(url)["session_id"]
     with sessiontree.open_repo(url) as repo:
         with repo.open(session_id) as session:
-            assert [message["role"] for message in session.context("main")] == ["user", "assistant", "user"]
+            assert [message["role"] for message in session.context("main")] == ["compactionSummary", "assistant", "user"]
             assert session.get_value(lane_state("main")) is not None
         (fork,) = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         with repo.open(fork.id) as retry:
@@ -105,7 +105,7 @@ def test_the_loop_runs_on_postgres_and_its_sessions_persist(postgres_url: str) -
     session_id = run_loop(postgres_url)["session_id"]
     with sessiontree.open_repo(postgres_url) as repo:
         with repo.open(session_id) as session:
-            assert [message["role"] for message in session.context("main")] == ["user", "assistant", "user"]
+            assert [message["role"] for message in session.context("main")] == ["compactionSummary", "assistant", "user"]
             assert session.get_value(lane_state("main")) is not None
         forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         assert len(forks) == 1
@@ -123,7 +123,7 @@ def test_the_loop_runs_on_the_object_store_and_its_sessions_persist(tmp_path: Pa
     with sessiontree.open_repo(url) as repo:
         with repo.open(session_id) as session:
             roles = [message["role"] for message in session.context("main")]
-            assert roles == ["user", "assistant", "user"]
+            assert roles == ["compactionSummary", "assistant", "user"]
         forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         assert len(forks) == 1
         with repo.open(forks[0].id) as retry:

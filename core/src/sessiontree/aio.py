@@ -266,6 +266,12 @@ class AsyncBranch:
     ) -> Awaitable[str]:
         return self._session._writer(lambda: self.sync.append_custom_entry(custom_type, data, **options))
 
+    def append_compaction(self, summary: str, *args: Any, **options: Any) -> Awaitable[str]:
+        return self._session._writer(lambda: self.sync.append_compaction(summary, *args, **options))
+
+    def append_branch_summary(self, summary: str, **options: Any) -> Awaitable[str]:
+        return self._session._writer(lambda: self.sync.append_branch_summary(summary, **options))
+
     def move_to(self, entry_id: str | None, **options: Any) -> Awaitable[None]:
         return self._session._writer(lambda: self.sync.move_to(entry_id, **options))
 

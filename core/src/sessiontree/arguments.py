@@ -22,6 +22,7 @@ __all__ = [
     "require_entry_id",
     "require_entry_projectors",
     "require_message",
+    "require_number",
     "require_optional_number",
     "require_optional_str",
     "require_path_str",
@@ -45,6 +46,12 @@ def require_optional_str(value: Any, name: str) -> None:
     """``name`` must be a string or ``None``."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{name} must be a str or None, not {_type_name(value)}")
+
+
+def require_number(value: Any, name: str) -> None:
+    """``name`` must be a number (an ``int`` or ``float``, not a ``bool``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, not {_type_name(value)}")
 
 
 def require_optional_number(value: Any, name: str) -> None:

@@ -275,6 +275,16 @@ class Branch(Protocol):
         entry_id: str | None = None,
     ) -> str: ...
 
+    def append_compaction(
+        self, summary: str, retained_tail: Sequence[JsonValue] = (), *, tokens_before: float, **options: Any
+    ) -> str:
+        """Append pi's compaction entry; ``context()`` then starts from its summary and ``retained_tail``."""
+        ...
+
+    def append_branch_summary(self, summary: str, *, from_id: str | None, **options: Any) -> str:
+        """Append pi's branch-summary entry (``from_id``: the entry the conversation came back from)."""
+        ...
+
     def move_to(self, entry_id: str | None, *, expected_tip: Any = ...) -> None: ...
 
     def context(self, *, entry_projectors: Mapping[str, EntryProjector] | None = None) -> list[JsonValue]:

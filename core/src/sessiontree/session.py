@@ -45,10 +45,8 @@ from .lanes import lane_writes
 from .model import (
     ABSENT,
     Address,
-    CustomEntry,
     Entry,
     JsonValue,
-    MessageEntry,
     SessionMetadata,
 )
 from .mutation_line import MutationLine
@@ -57,6 +55,8 @@ from .session_branch import (
     ANY_TIP,
     AnyTip,
     BranchAppend,
+    BranchSummaryAppend,
+    CompactionAppend,
     CustomEntryAppend,
     MessageAppend,
     StorageBackedBranch,
@@ -84,6 +84,8 @@ __all__ = [
     "AdmittedMutation",
     "AnyTip",
     "BranchAppend",
+    "BranchSummaryAppend",
+    "CompactionAppend",
     "CustomEntryAppend",
     "MessageAppend",
     "StorageBackedBranch",
@@ -447,6 +449,8 @@ class StorageBackedSession(StorageReads):
             require_entry_id(entry_id)
         if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
             raise SessionPendingAssistantMessageError()
+        if isinstance(entry, CompactionAppend) and any(map(is_pending_assistant_message, entry.retained_tail)):
+            raise SessionPendingAssistantMessageError()  # a pending message is never persisted, in a tail neither
         retry = entry_id is not None
         new_id = self.id_generator.next() if entry_id is None else entry_id
         tip_address = values.branch_tip(name)
@@ -464,13 +468,7 @@ class StorageBackedSession(StorageReads):
             while True:
                 if parent is ABSENT:
                     raise SessionInvariantError(f"Unknown branch: {name}")
-                new_entry: Entry
-                if isinstance(entry, MessageAppend):
-                    new_entry = MessageEntry(id=new_id, parent_id=parent, message=entry.message)
-                else:
-                    new_entry = CustomEntry(
-                        id=new_id, parent_id=parent, custom_type=entry.custom_type, data=entry.data
-                    )
+                new_entry = entry.entry(new_id, parent)
                 # The pending-message check ran before the id was minted, as pi does.
                 try:
                     writes = [insert_entry(new_entry), set_value(tip_address, new_id)]

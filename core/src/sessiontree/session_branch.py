@@ -9,11 +9,22 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .arguments import require_message, require_optional_str, require_str
+from .arguments import require_message, require_number, require_optional_str, require_str
 from .context import EntryProjector
 from .contracts import Storage
 from .errors import SessionInvalidBranchError, SessionInvariantError
-from .model import ABSENT, Absent, Address, Entry, JsonValue
+from .model import (
+    ABSENT,
+    Absent,
+    Address,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    Entry,
+    JsonValue,
+    MessageEntry,
+    Usage,
+)
 from .queries import BranchQuery
 from .session_mutation import latest_value
 
@@ -26,6 +37,8 @@ __all__ = [
     "ANY_TIP",
     "AnyTip",
     "BranchAppend",
+    "BranchSummaryAppend",
+    "CompactionAppend",
     "CustomEntryAppend",
     "MessageAppend",
     "StorageBackedBranch",
@@ -83,6 +96,9 @@ class MessageAppend(msgspec.Struct, frozen=True, gc=False):
 
     message: JsonValue
 
+    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
+        return MessageEntry(id=entry_id, parent_id=parent_id, message=self.message)
+
 
 class CustomEntryAppend(msgspec.Struct, frozen=True, gc=False):
     """What :meth:`StorageBackedSession.append_to_branch` appends: a custom entry (``data`` optional)."""
@@ -90,18 +106,91 @@ class CustomEntryAppend(msgspec.Struct, frozen=True, gc=False):
     custom_type: str
     data: JsonValue | Absent = ABSENT
 
+    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
+        return CustomEntry(id=entry_id, parent_id=parent_id, custom_type=self.custom_type, data=self.data)
 
-BranchAppend = MessageAppend | CustomEntryAppend
+
+class CompactionAppend(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """What :meth:`StorageBackedSession.append_to_branch` appends: a compaction entry in pi's shape
+    (``summary``, ``retainedTail``, ``tokensBefore``, ``fromHook``, optional ``details`` and ``usage``)."""
+
+    summary: str
+    retained_tail: list[JsonValue]
+    tokens_before: float
+    from_hook: bool = False
+    details: JsonValue | Absent = ABSENT
+    usage: Usage | Absent = ABSENT
+
+    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
+        return CompactionEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            summary=self.summary,
+            retained_tail=self.retained_tail,
+            tokens_before=self.tokens_before,
+            details=self.details,
+            usage=self.usage,
+            from_hook=self.from_hook,
+        )
+
+
+class BranchSummaryAppend(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """What :meth:`StorageBackedSession.append_to_branch` appends: a branch summary in pi's shape
+    (``fromId``: the entry the conversation came back from, ``None`` for the root; ``summary``,
+    ``fromHook``, optional ``details`` and ``usage``)."""
+
+    summary: str
+    from_id: str | None
+    from_hook: bool = False
+    details: JsonValue | Absent = ABSENT
+    usage: Usage | Absent = ABSENT
+
+    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
+        return BranchSummaryEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            from_id=self.from_id,
+            summary=self.summary,
+            details=self.details,
+            usage=self.usage,
+            from_hook=self.from_hook,
+        )
+
+
+BranchAppend = MessageAppend | CustomEntryAppend | CompactionAppend | BranchSummaryAppend
 
 
 def check_branch_append(name: str, entry: BranchAppend) -> None:
+    """``TypeError`` naming the argument for what no branch append may carry."""
     require_str(name, "branch name")
     if isinstance(entry, MessageAppend):
         require_message(entry.message)
     elif isinstance(entry, CustomEntryAppend):
         require_str(entry.custom_type, "custom_type")
+    elif isinstance(entry, CompactionAppend):
+        require_str(entry.summary, "summary")
+        if not isinstance(entry.retained_tail, list):
+            raise TypeError(f"retained_tail must be a list of messages, not {type(entry.retained_tail).__name__}")
+        for message in entry.retained_tail:
+            require_message(message)
+        require_number(entry.tokens_before, "tokens_before")
+        _require_summary_options(entry)
+    elif isinstance(entry, BranchSummaryAppend):
+        require_str(entry.summary, "summary")
+        require_optional_str(entry.from_id, "from_id")
+        _require_summary_options(entry)
     else:
-        raise TypeError(f"entry must be a MessageAppend or CustomEntryAppend, not {type(entry).__name__}")
+        raise TypeError(
+            "entry must be a MessageAppend, CustomEntryAppend, CompactionAppend or BranchSummaryAppend, "
+            f"not {type(entry).__name__}"
+        )
+
+
+def _require_summary_options(entry: CompactionAppend | BranchSummaryAppend) -> None:
+    if type(entry.from_hook) is not bool:
+        raise TypeError(f"from_hook must be a bool, not {type(entry.from_hook).__name__}")
+    if entry.usage is not ABSENT and not isinstance(entry.usage, Usage):
+        raise TypeError(f"usage must be a sessiontree.model.Usage, not {type(entry.usage).__name__}")
 
 
 class StorageBackedBranch:
@@ -159,6 +248,56 @@ class StorageBackedBranch:
         return self._session.append_to_branch(
             self.name, CustomEntryAppend(custom_type, data), expected_tip=expected_tip, entry_id=entry_id
         )
+
+    def append_compaction(
+        self,
+        summary: str,
+        retained_tail: Sequence[JsonValue] = (),
+        *,
+        tokens_before: float,
+        from_hook: bool = False,
+        details: JsonValue | Absent = ABSENT,
+        usage: Usage | Absent = ABSENT,
+        expected_tip: str | None | AnyTip = ANY_TIP,
+        entry_id: str | None = None,
+    ) -> str:
+        """Append a compaction (pi's shape) at the tip and move the tip to it; returns the new id.
+
+        ``context()`` then starts from it: its summary, then ``retained_tail`` (the messages kept
+        verbatim), then what follows. ``expected_tip`` and ``entry_id``: see
+        :meth:`StorageBackedSession.append_to_branch`.
+        """
+        tail = list(retained_tail) if isinstance(retained_tail, (list, tuple)) else retained_tail
+        append = CompactionAppend(
+            summary=summary,
+            retained_tail=tail,  # type: ignore[arg-type]
+            tokens_before=tokens_before,
+            from_hook=from_hook,
+            details=details,
+            usage=usage,
+        )
+        return self._session.append_to_branch(self.name, append, expected_tip=expected_tip, entry_id=entry_id)
+
+    def append_branch_summary(
+        self,
+        summary: str,
+        *,
+        from_id: str | None,
+        from_hook: bool = False,
+        details: JsonValue | Absent = ABSENT,
+        usage: Usage | Absent = ABSENT,
+        expected_tip: str | None | AnyTip = ANY_TIP,
+        entry_id: str | None = None,
+    ) -> str:
+        """Append a branch summary (pi's shape; ``from_id`` is the entry the conversation came back from)
+        at the tip and move the tip to it; returns the new id. An empty ``summary`` adds nothing to
+        ``context()``, as in pi. ``expected_tip`` and ``entry_id``: see
+        :meth:`StorageBackedSession.append_to_branch`.
+        """
+        append = BranchSummaryAppend(
+            summary=summary, from_id=from_id, from_hook=from_hook, details=details, usage=usage
+        )
+        return self._session.append_to_branch(self.name, append, expected_tip=expected_tip, entry_id=entry_id)
 
     def move_to(self, entry_id: str | None, *, expected_tip: str | None | AnyTip = ANY_TIP) -> None:
         """Navigate: move the tip to another stored entry (``None``: empty). See

@@ -15,12 +15,14 @@ import pytest
 from sessiontree.contracts import Backend, BranchFork, Session, SessionRepo, TreeFork
 from sessiontree.errors import (
     ForkError,
+    SessionConflictError,
     SessionInvariantError,
     SessionNotFoundError,
     SessionOpenError,
+    SessionPendingAssistantMessageError,
 )
 from sessiontree.lanes import default_lane_configuration
-from sessiontree.model import CompactionEntry, CustomEntry, JsonValue
+from sessiontree.model import BranchSummaryEntry, CompactionEntry, CustomEntry, JsonValue
 from sessiontree.values import branch_tip, lane_config, lane_state
 from sessiontree.writes import insert_entry, set_value
 
@@ -230,6 +232,135 @@ class RepoRuntimeSuite(RepoSuiteBase):
             assert summary["role"] == "compactionSummary"
             assert summary["summary"] == "summary:compaction-2"
             assert context[1:] == [user("second"), user("third")]
+        finally:
+            session.close()
+
+    def test_append_compaction_is_one_entry_in_pis_shape_the_context_starts_from(self, repo: SessionRepo) -> None:
+        """``branch.append_compaction`` stores pi's compaction entry as a child of the tip, moves the tip
+        to it in the same commit, and ``context()`` (also after a reopen by id) starts from its summary
+        and retained tail."""
+        session = self.create(repo, id="typed-compaction")
+        try:
+            main = session.create_branch("main", None)
+            first = main.append_message(user("first"))
+            main.append_message(user("second"))
+            compaction = main.append_compaction(
+                "what came before", [user("second")], tokens_before=1234, details={"files": ["a.py"]}
+            )
+            later = main.append_message(user("third"))
+        finally:
+            session.close()
+        reopened = repo.open("typed-compaction")
+        try:
+            entry = reopened.get_entry(compaction)
+            assert isinstance(entry, CompactionEntry)
+            assert (entry.summary, entry.retained_tail, entry.tokens_before) == (
+                "what came before",
+                [user("second")],
+                1234,
+            )
+            assert (entry.details, entry.from_hook) == ({"files": ["a.py"]}, False)
+            assert entry.parent_id != first and reopened.get_entry(later).parent_id == compaction  # type: ignore[union-attr]
+            context = reopened.context("main")
+            assert context[0] == {
+                "role": "compactionSummary",
+                "summary": "what came before",
+                "tokensBefore": 1234,
+                "timestamp": entry.timestamp,
+            }
+            assert context[1:] == [user("second"), user("third")]
+        finally:
+            reopened.close()
+
+    def test_append_branch_summary_is_one_entry_in_pis_shape(self, repo: SessionRepo) -> None:
+        """``branch.append_branch_summary`` stores pi's branch-summary entry at the tip; ``context()``
+        shows it as a ``branchSummary`` message naming ``fromId``, and an empty summary adds nothing."""
+        session = self.create(repo, id="typed-branch-summary")
+        try:
+            main = session.create_branch("main", None)
+            root = main.append_message(user("root"))
+            abandoned = main.append_message(user("abandoned"))
+            main.move_to(root)
+            summary = main.append_branch_summary("tried X, it failed", from_id=abandoned, from_hook=True)
+            entry = session.get_entry(summary)
+            assert isinstance(entry, BranchSummaryEntry)
+            assert (entry.parent_id, entry.from_id, entry.summary, entry.from_hook) == (
+                root,
+                abandoned,
+                "tried X, it failed",
+                True,
+            )
+            assert main.get_tip_id() == summary
+            assert main.context() == [
+                user("root"),
+                {"role": "branchSummary", "summary": "tried X, it failed", "fromId": abandoned,
+                 "timestamp": entry.timestamp},
+            ]
+            main.append_branch_summary("", from_id=None)
+            assert len(main.context()) == 2
+        finally:
+            session.close()
+
+    def test_typed_summaries_keep_the_compare_and_set_and_retry_options(self, repo: SessionRepo) -> None:
+        """``expected_tip`` refuses a moved tip with ``SessionConflictError`` and writes nothing;
+        ``entry_id`` makes a repeat a no-op returning the id, and other content under it a conflict."""
+        self.require("supports_idempotent_retries")
+        session = self.create(repo, id="typed-cas")
+        try:
+            main = session.create_branch("main", None)
+            first = main.append_message(user("first"))
+            with pytest.raises(SessionConflictError):
+                main.append_compaction("stale", tokens_before=1, expected_tip=None)
+            with pytest.raises(SessionConflictError):
+                main.append_branch_summary("stale", from_id=None, expected_tip="gone")
+            assert main.get_tip_id() == first and len(session.find_entries(order="asc")) == 1
+            kept = main.append_compaction("s", tokens_before=5, expected_tip=first, entry_id="compaction-1")
+            again = main.append_compaction("s", tokens_before=5, expected_tip=first, entry_id="compaction-1")
+            assert kept == again == "compaction-1"
+            assert len(session.find_entries(order="asc")) == 2 and main.get_tip_id() == "compaction-1"
+            with pytest.raises(SessionConflictError):
+                main.append_compaction("other", tokens_before=5, expected_tip=first, entry_id="compaction-1")
+            assert len(session.find_entries(order="asc")) == 2
+        finally:
+            session.close()
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda b: b.append_compaction(7, tokens_before=1),
+            lambda b: b.append_compaction("s", "not a list", tokens_before=1),
+            lambda b: b.append_compaction("s", [42], tokens_before=1),
+            lambda b: b.append_compaction("s", tokens_before="many"),
+            lambda b: b.append_compaction("s", tokens_before=True),
+            lambda b: b.append_compaction("s", tokens_before=1, from_hook=1),
+            lambda b: b.append_branch_summary(None, from_id=None),
+            lambda b: b.append_branch_summary("s", from_id=3),
+            lambda b: b.append_branch_summary("s", from_id=None, usage={"input": 1}),
+        ],
+    )
+    def test_typed_summaries_of_the_wrong_type_are_type_errors_writing_nothing(
+        self, repo: SessionRepo, call: Any
+    ) -> None:
+        session = self.create(repo, id="typed-errors")
+        try:
+            main = session.create_branch("main", None)
+            main.append_message(user("first"))
+            before = session.find_entries(order="asc")
+            with pytest.raises(TypeError):
+                call(main)
+            assert session.find_entries(order="asc") == before
+        finally:
+            session.close()
+
+    def test_a_compaction_tail_with_a_pending_assistant_message_is_refused(self, repo: SessionRepo) -> None:
+        session = self.create(repo, id="typed-pending")
+        try:
+            main = session.create_branch("main", None)
+            tip = main.append_message(user("first"))
+            pending = {"role": "assistant", "content": [], "stopReason": "pending", "timestamp": 1}
+            with pytest.raises(SessionPendingAssistantMessageError):
+                main.append_compaction("s", [pending], tokens_before=1)
+            assert main.get_tip_id() == tip
         finally:
             session.close()
 

@@ -311,6 +311,12 @@ class HandleBranch:
         finally:
             handle._leave()
 
+    def append_compaction(self, summary: str, *args: Any, **options: Any) -> str:
+        return self._handle._admit(self._inner.append_compaction, summary, *args, **options)  # type: ignore[no-any-return]
+
+    def append_branch_summary(self, summary: str, **options: Any) -> str:
+        return self._handle._admit(self._inner.append_branch_summary, summary, **options)  # type: ignore[no-any-return]
+
     def move_to(self, entry_id: str | None, **options: Any) -> None:
         """Navigate the tip (see :meth:`StorageBackedSession.move_branch`)."""
         self._handle._admit(self._handle._session.move_branch, self.name, entry_id, **options)
