@@ -32,13 +32,4 @@ class TestPostgresStorage(PostgresFixtures, StorageSuite): ...
 
 class TestPostgresRepo(
     PostgresFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
-):
-    # Issue 37's delete cases PostgreSQL still fails (strict xfails: a fix must remove them).
-    known_divergences = {
-        "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds": (
-            "issue 37 item 9: an append after a delete elsewhere says 'Unknown branch: main', not deleted"
-        ),
-        "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends": (
-            "issue 37 item 9: an append after a delete in another process is not refused as deleted"
-        ),
-    }
+): ...

@@ -40,7 +40,7 @@ QUERIES: dict[str, str] = {
     # --- one session (storage) ------------------------------------------------------------------
     "lock_session": (
         "SELECT next_seq, last_timestamp, message_count, usage_total FROM {s}.sessions "
-        f"WHERE {_OWNER} AND id = %(sid)s FOR UPDATE"
+        f"WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s FOR UPDATE"
     ),
     "share_session": (
         "SELECT next_seq FROM {s}.sessions "
@@ -48,7 +48,7 @@ QUERIES: dict[str, str] = {
     ),
     "read_session": (
         "SELECT next_seq, last_timestamp, message_count, usage_total FROM {s}.sessions "
-        f"WHERE {_OWNER} AND id = %(sid)s"
+        f"WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s"
     ),
     "update_session": (
         "UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
@@ -71,9 +71,12 @@ QUERIES: dict[str, str] = {
         "SELECT namespace, slot, key_absent, seq, value FROM {s}.session_values "
         f"WHERE {_SESSION} AND (namespace, slot) IN (SELECT * FROM unnest(%(namespaces)b::bytea[], %(slots)b::bytea[]))"
     ),
+    # One row while the session (this incarnation of its id) exists: NULLs where no value is stored.
     "value_at": (
-        "SELECT namespace, slot, key_absent, seq, value FROM {s}.session_values "
-        f"WHERE {_SESSION} AND namespace = %(namespace)s AND slot = %(slot)s"
+        "SELECT namespace, slot, key_absent, seq, value FROM {s}.sessions h "
+        "LEFT JOIN {s}.session_values v ON v.tenant = %(tenant)s AND v.owner_user = %(user)s "
+        "AND v.session_id = %(sid)s AND v.namespace = %(namespace)s AND v.slot = %(slot)s "
+        f"WHERE h.{_OWNER.replace(' AND ', ' AND h.')} AND h.id = %(sid)s AND h.incarnation = %(incarnation)s"
     ),
     "values_with_prefix": (
         "SELECT namespace, slot, key_absent, seq, value FROM {s}.session_values "
@@ -152,7 +155,7 @@ QUERIES: dict[str, str] = {
         "WITH j AS (SELECT %(rows)s::jsonb AS d), "
         "head AS (UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
         "message_count = %(message_count)s, usage_total = coalesce(%(usage_total)s, usage_total) "
-        f"WHERE {_OWNER} AND id = %(sid)s AND next_seq = %(expect_seq)s "
+        f"WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s AND next_seq = %(expect_seq)s "
         "AND NOT EXISTS (SELECT FROM {s}.entries "
         f"WHERE {_SESSION} AND id = ANY(ARRAY(SELECT decode(x, 'hex') FROM j, jsonb_array_elements_text(j.d->'a') x))) "
         "AND NOT EXISTS (SELECT FROM {s}.usage_rows "
@@ -195,10 +198,10 @@ QUERIES: dict[str, str] = {
         "INSERT INTO {s}.sessions (tenant, owner_user, id, created_at, parent_session_id, cwd, extra, next_seq, "
         "last_timestamp, message_count, usage_total) VALUES (%(tenant)s, %(user)s, %(sid)s, %(created_at)s, "
         "%(parent)s, %(cwd)s, %(extra)s, %(next_seq)s, %(last_timestamp)s, %(message_count)s, %(usage_total)s) "
-        "ON CONFLICT DO NOTHING"
+        "ON CONFLICT DO NOTHING RETURNING incarnation"
     ),
     "owned_find": (
-        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions "
+        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra, incarnation FROM {s}.sessions "
         f"WHERE {_OWNER} AND id = %(sid)s"
     ),
     "owned_list": (
@@ -209,7 +212,7 @@ QUERIES: dict[str, str] = {
     "owned_delete": f"DELETE FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s",
     # --- the repository: the unscoped (administrator's) statements --------------------------------
     "any_find": (
-        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions WHERE id = %(sid)s"
+        "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra, incarnation FROM {s}.sessions WHERE id = %(sid)s"
     ),
     "any_list": (
         "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra FROM {s}.sessions "

@@ -149,20 +149,28 @@ class PostgresSessionRepo:
     # --- lookups ---------------------------------------------------------------------------------
 
     def _find(self, session_id: str) -> list[SessionMetadata]:
+        return [metadata for metadata, _incarnation in self._find_rows(session_id)]
+
+    def _find_rows(self, session_id: str) -> list[tuple[SessionMetadata, int]]:
+        """The stored sessions of that id visible here, each with its incarnation."""
         if type(session_id) is not str or not is_utf8_text(session_id):
             return []  # no stored session id holds a lone surrogate
         if self.owner is None:
             rows = self.db.fetch("any_find", {"sid": session_id})
         else:
             rows = self.db.fetch("owned_find", {"tenant": self.owner.tenant, "user": self.owner.user, "sid": session_id})
-        return [_metadata(row) for row in rows]
+        return [(_metadata(row), row[7]) for row in rows]
 
     def _resolve(self, ref: SessionMetadata | str, name: str = "metadata") -> SessionMetadata:
         """The stored metadata ``ref`` names, visible to this repository; else the not-found refusal."""
+        return self._resolve_row(ref, name)[0]
+
+    def _resolve_row(self, ref: SessionMetadata | str, name: str = "metadata") -> tuple[SessionMetadata, int]:
+        """:meth:`_resolve`, with the incarnation of the session row found."""
         session_id = session_id_of(ref, name)
-        found = self._find(session_id)
+        found = self._find_rows(session_id)
         if len(found) > 1 and not isinstance(ref, str):
-            found = [m for m in found if owner_of(m) == owner_of(ref)]
+            found = [(m, i) for m, i in found if owner_of(m) == owner_of(ref)]
         if not found:
             raise not_found(session_id)
         if len(found) > 1:
@@ -181,8 +189,10 @@ class PostgresSessionRepo:
         with self._shared.lock:
             self._shared.pending.discard(slot)
 
-    def _publish(self, slot: tuple[str, str, str], metadata: SessionMetadata) -> StorageBackedSession:
-        storage = PostgresStorage(self.db, SessionKey(*slot), now=self.now)
+    def _publish(
+        self, slot: tuple[str, str, str], metadata: SessionMetadata, incarnation: int
+    ) -> StorageBackedSession:
+        storage = PostgresStorage(self.db, SessionKey(*slot), incarnation=incarnation, now=self.now)
         session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(slot))
         with self._shared.lock:
             self._shared.open[slot] = session
@@ -218,23 +228,24 @@ class PostgresSessionRepo:
                 extra={} if self.owner is None else {OWNER_KEY: self.owner.to_json()},
             )
 
-            def job(conn: psycopg.Connection, _attempt: int) -> bool:
+            def job(conn: psycopg.Connection, _attempt: int) -> int | None:
                 return _insert_session(conn, self.db.sql, slot, metadata, next_seq=1)
 
-            if not self.db.run(job, what=f"create session {session_id}"):
+            incarnation = self.db.run(job, what=f"create session {session_id}")
+            if incarnation is None:
                 raise exists
-            return self._publish(slot, metadata)
+            return self._publish(slot, metadata, incarnation)
         finally:
             self._release(slot)
 
     def open(self, metadata: SessionMetadata | str) -> StorageBackedSession:
         """Open a stored session by id or metadata (reads its row, never its entries)."""
         self._assert_open()
-        stored = self._resolve(metadata)
+        stored, incarnation = self._resolve_row(metadata)
         slot = (*_owner_columns(owner_of(stored)), stored.id)
         self._reserve(slot, SessionOpenError(f"Session is already open: {stored.id}"))
         try:
-            return self._publish(slot, stored)
+            return self._publish(slot, stored, incarnation)
         finally:
             self._release(slot)
 
@@ -300,7 +311,7 @@ class PostgresSessionRepo:
             )
             source_key = SessionKey(tenant, user, stored.id)
 
-            def copy() -> bool:
+            def copy() -> int | None:
                 return self.db.run(
                     lambda conn, _attempt: _fork_in(conn, self.db.sql, source_key, slot, metadata, options),
                     what=f"fork session {stored.id}",
@@ -314,9 +325,9 @@ class PostgresSessionRepo:
             else:
                 notify_admitted()
                 created = copy()
-            if not created:
+            if created is None:
                 raise exists
-            return self._publish(slot, metadata)
+            return self._publish(slot, metadata, created)
         finally:
             self._release(slot)
 
@@ -349,7 +360,7 @@ class PostgresSessionRepo:
 
             def job(conn: psycopg.Connection, _attempt: int) -> bool:
                 with conn.transaction():
-                    if not _insert_session(conn, self.db.sql, slot, restored, next_seq=1):
+                    if _insert_session(conn, self.db.sql, slot, restored, next_seq=1) is None:
                         return False
                     restore_transactions(conn, self.db.sql, SessionKey(*slot), transactions, next_seq)
                     return True
@@ -362,7 +373,7 @@ class PostgresSessionRepo:
 
 
 def _metadata(row: tuple[Any, ...]) -> SessionMetadata:
-    _tenant, _user, session_id, created_at, parent, cwd, extra = row
+    _tenant, _user, session_id, created_at, parent, cwd, extra, *_incarnation = row
     return SessionMetadata(
         id=session_id,
         created_at=created_at,
@@ -381,8 +392,8 @@ def _insert_session(
     *,
     next_seq: int,
     message_count: int = 0,
-) -> bool:
-    """Insert a session row; False when the id is taken (for this owner)."""
+) -> int | None:
+    """Insert a session row; its incarnation, or ``None`` when the id is taken (for this owner)."""
     tenant, user, session_id = slot
     cursor = conn.execute(
         sql["owned_insert_session"],
@@ -400,7 +411,8 @@ def _insert_session(
             "usage_total": encode_usage_total(empty_usage()),
         },
     )
-    return cursor.rowcount == 1
+    row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 def load_state(conn: psycopg.Connection, sql: Mapping[str, str], key: SessionKey, next_seq: int) -> SessionState:
@@ -435,17 +447,18 @@ def _fork_in(
     slot: tuple[str, str, str],
     metadata: SessionMetadata,
     options: ForkOptions,
-) -> bool:
-    """One transaction: hold the source row, select the fork, insert the new session; False when the
-    destination id is taken."""
+) -> int | None:
+    """One transaction: hold the source row, select the fork, insert the new session; its incarnation,
+    or ``None`` when the destination id is taken."""
     with conn.transaction():
         row = conn.execute(sql["share_session"], source).fetchone()
         if row is None:
             raise not_found(source["sid"])
         state = load_state(conn, sql, source, row[0])
         forked = state.fork(options)
-        if not _insert_session(conn, sql, slot, metadata, next_seq=forked.next_seq):
-            return False
+        incarnation = _insert_session(conn, sql, slot, metadata, next_seq=forked.next_seq)
+        if incarnation is None:
+            return None
         key = SessionKey(*slot)
         stats = insert_writes(
             conn, sql, key, forked.iter_current_writes(), SessionStats(message_count=0, usage=empty_usage())
@@ -460,5 +473,5 @@ def _fork_in(
                 "usage_total": encode_usage_total(stats.usage),
             },
         )
-        return True
+        return incarnation
 

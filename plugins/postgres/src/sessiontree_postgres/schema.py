@@ -108,6 +108,14 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        # Which incarnation of a session id a row is: a session deleted and created again under its id
+        # is another one, and a handle of the deleted one must not write into it.
+        """
+        ALTER TABLE {s}.sessions ADD COLUMN incarnation bigint GENERATED ALWAYS AS IDENTITY;
+        """,
+    ),
 )
 """``(version, DDL)`` in order; a version, once released, never changes (add a new one)."""
 

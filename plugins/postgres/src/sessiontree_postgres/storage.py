@@ -22,7 +22,7 @@ import psycopg
 
 from sessiontree.dump import DumpInventory
 from sessiontree.engine.reads import slice_limit
-from sessiontree.errors import InvalidQueryError, SessionNotFoundError, StorageValidationError
+from sessiontree.errors import InvalidQueryError, SessionDeletedError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.jsjson import template_string as js_string
@@ -95,12 +95,18 @@ _STATISTICS_SIZE = 100
 
 
 class PostgresStorage(QueuedStorage):
-    """One session (``key``) in ``db``; ``now`` is the clock (Unix ms) commits are stamped with."""
+    """One session (``key``) in ``db``; ``now`` is the clock (Unix ms) commits are stamped with.
 
-    def __init__(self, db: Database, key: SessionKey, *, now: Callable[[], int] | None = None) -> None:
+    ``incarnation`` is the session row's (:mod:`.schema`): once that row is gone (deleted, or deleted and
+    created again under its id), every commit and head read raises :class:`SessionDeletedError`."""
+
+    def __init__(
+        self, db: Database, key: SessionKey, *, incarnation: int, now: Callable[[], int] | None = None
+    ) -> None:
         super().__init__(now=now)
         self.db = db
         self.key = key
+        self._head_key = {**key, "incarnation": incarnation}
         self._known = KnownState()
         self._statistics_at = _STATISTICS_SIZE
         self._entries = EntryCache()
@@ -186,7 +192,7 @@ class PostgresStorage(QueuedStorage):
         if plan is None:
             return None
         stage[0] = "committing"  # one statement in autocommit: sending it is committing
-        cursor = _write_planned(conn, self.db.sql, self.key, prepared, plan, head.next_seq, timestamp, reader.checks())
+        cursor = _write_planned(conn, self.db.sql, self._head_key, prepared, plan, head.next_seq, timestamp, reader.checks())
         if not _wrote(cursor):
             return None
         return self._landed(prepared, timestamp, plan)
@@ -208,12 +214,12 @@ class PostgresStorage(QueuedStorage):
         # One pipeline: the row lock and the validator's prefetch travel together, then the inserts,
         # the head update and COMMIT: two round trips for a usual commit.
         with conn.pipeline(), conn.transaction():
-            locked = conn.execute(sql["lock_session"], key)
+            locked = conn.execute(sql["lock_session"], self._head_key)
             reader = SqlCommitReader(conn, sql, key, 0)
             read_prefetched = reader.prefetch(writes, expectations)
             row = locked.fetchone()
             if row is None:
-                raise SessionNotFoundError(f"Unknown session: {key['sid']}")
+                raise self._deleted()
             next_seq, last_timestamp, message_count, usage_raw = row
             reader.set_next_seq(next_seq)
             read_prefetched()
@@ -230,7 +236,7 @@ class PostgresStorage(QueuedStorage):
                 plan = _one_statement_plan(prepared.writes, stats)
                 written = None
                 if plan is not None:
-                    written = _write_planned(conn, sql, key, prepared, plan, next_seq, timestamp, None)
+                    written = _write_planned(conn, sql, self._head_key, prepared, plan, next_seq, timestamp, None)
                     stats = plan.stats
                 else:
                     stats = insert_writes(conn, sql, key, prepared.writes, stats)
@@ -264,6 +270,12 @@ class PostgresStorage(QueuedStorage):
             self._remember_committed(prepared.writes)
         return result
 
+    def _deleted(self) -> SessionDeletedError:
+        return SessionDeletedError(
+            f"Session was deleted: {self.key['sid']} (its row is gone, or belongs to a session created "
+            "again under its id; nothing was written)"
+        )
+
     def _remember_committed(self, writes: Sequence[Write]) -> None:
         """Keep the entries of a commit that landed for later reads (a branch append extends the kept
         path): the context built after an append reads neither the path nor the new entry again."""
@@ -272,9 +284,9 @@ class PostgresStorage(QueuedStorage):
         self._entries.remember_many(entries)
 
     def _read_head(self) -> tuple[int, int, SessionStats]:
-        rows = self.db.fetch("read_session", self.key)
+        rows = self.db.fetch("read_session", self._head_key)
         if not rows:
-            raise SessionNotFoundError(f"Unknown session: {self.key['sid']}")
+            raise self._deleted()
         next_seq, last_timestamp, message_count, usage_raw = rows[0]
         usage = decode_usage_total(usage_raw) if usage_raw else empty_usage()
         return next_seq, last_timestamp, SessionStats(message_count=message_count, usage=usage)
@@ -304,8 +316,12 @@ class PostgresStorage(QueuedStorage):
         return self._get_value(address)
 
     def _get_value(self, address: Address) -> StoredValue | None:
-        rows = self.db.fetch("value_at", {**self.key, "namespace": b(address.namespace), "slot": b(address.key)})
-        return stored_value(*rows[0]) if rows else None
+        rows = self.db.fetch(
+            "value_at", {**self._head_key, "namespace": b(address.namespace), "slot": b(address.key)}
+        )
+        if not rows:
+            raise self._deleted()
+        return None if rows[0][0] is None else stored_value(*rows[0])
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
         self._queue.check_open()

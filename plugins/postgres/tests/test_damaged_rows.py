@@ -1,0 +1,99 @@
+"""A session row that changed under an open handle (deleted, created again, its next seq lowered) and a
+stored row that no longer parses: each is refused with a sessiontree error naming the session, and
+nothing is written."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from sessiontree_postgres.schema import MIGRATIONS, migrate
+
+from plugins.postgres.tests._writer import message
+from sessiontree.errors import SessionDeletedError
+from sessiontree.plugins import get_registry
+from sessiontree.values import value
+
+
+def _admin(url: str) -> tuple[psycopg.Connection, str]:
+    schema = re.search(r"schema=(\w+)", url).group(1)  # type: ignore[union-attr]
+    return psycopg.connect(re.sub(r"[?&]schema=\w+", "", url), autocommit=True), f'"{schema}"'
+
+
+def _count(url: str, table: str, session_id: str) -> int:
+    conn, s = _admin(url)
+    with conn:
+        column = "id" if table == "sessions" else "session_id"
+        return conn.execute(f"SELECT count(*) FROM {s}.{table} WHERE {column} = %s", (session_id,)).fetchone()[0]  # type: ignore[index]
+
+
+@pytest.fixture
+def repos(postgres_url: str) -> Iterator[tuple[Any, Any]]:
+    first = get_registry().backend("postgres", url=postgres_url).open_repo()
+    second = get_registry().backend("postgres", url=postgres_url).open_repo()
+    yield first, second
+    first.close()
+    second.close()
+
+
+# --- deleted under an open handle -----------------------------------------------------------------
+
+
+def test_an_append_after_a_delete_elsewhere_says_the_session_was_deleted(repos: tuple[Any, Any]) -> None:
+    holder, deleter = repos
+    session = holder.create(id="doomed")
+    branch = session.create_branch("main", None)
+    branch.append_message(message("before"))
+    deleter.delete("doomed")
+    with pytest.raises(SessionDeletedError, match=r"Session was deleted: doomed"):
+        branch.append_message(message("after"))
+    with pytest.raises(SessionDeletedError, match=r"doomed"):
+        session.set_value(value("app", "k"), 1)
+    session.close()
+
+
+def test_a_handle_of_a_deleted_session_cannot_write_into_one_created_again_under_its_id(
+    postgres_url: str, repos: tuple[Any, Any]
+) -> None:
+    holder, deleter = repos
+    session = holder.create(id="doomed")
+    branch = session.create_branch("main", None)
+    branch.append_message(message("before"))
+    session.set_value(value("app", "k"), 1)  # the handle knows the head: its next commit is one statement
+    deleter.delete("doomed")
+    reborn = deleter.create(id="doomed")
+    reborn.set_value(value("app", "k"), 2)
+    for write in (
+        lambda: branch.append_message(message("into the new one")),
+        lambda: session.set_value(value("app", "k"), 3),
+        lambda: session.create_branch("other", None),
+    ):
+        with pytest.raises(SessionDeletedError, match=r"doomed"):
+            write()
+    assert reborn.find_entries(order="asc") == []
+    assert reborn.get_value(value("app", "k")).value == 2
+    assert _count(postgres_url, "entries", "doomed") == 0
+    session.close()
+    reborn.close()
+
+
+def test_a_schema_of_the_first_version_gets_incarnations_for_its_stored_sessions(postgres_url: str) -> None:
+    conn, s = _admin(postgres_url)
+    schema = s.strip('"')
+    with conn:
+        conn.autocommit = False
+        with conn.transaction():
+            conn.execute(f"CREATE SCHEMA {s}")
+            conn.execute(f"CREATE TABLE {s}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(MIGRATIONS[0][1].format(s=s).encode())
+            conn.execute(f"INSERT INTO {s}.schema_migrations (version) VALUES (1)")
+            conn.execute(f"INSERT INTO {s}.sessions (tenant, owner_user, id, created_at, extra) VALUES ('', '', 'old', 1, '{{}}')")
+        assert migrate(conn, schema) == MIGRATIONS[-1][0]
+    with get_registry().backend("postgres", url=postgres_url).open_repo() as repo:
+        session = repo.open("old")
+        session.create_branch("main", None).append_message(message("kept"))
+        assert len(session.find_entries()) == 1
+        session.close()
