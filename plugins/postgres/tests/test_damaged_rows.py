@@ -13,7 +13,7 @@ import pytest
 from sessiontree_postgres.schema import MIGRATIONS, migrate
 
 from plugins.postgres.tests._writer import message
-from sessiontree.errors import SessionDeletedError
+from sessiontree.errors import SessionDeletedError, SessionInconsistentError
 from sessiontree.plugins import get_registry
 from sessiontree.values import value
 
@@ -97,3 +97,49 @@ def test_a_schema_of_the_first_version_gets_incarnations_for_its_stored_sessions
         session.create_branch("main", None).append_message(message("kept"))
         assert len(session.find_entries()) == 1
         session.close()
+
+
+# --- a lowered next seq ---------------------------------------------------------------------------
+
+
+def _rows_of(url: str, session_id: str) -> dict[str, Any]:
+    return {
+        table: _count(url, table, session_id) for table in ("entries", "usage_rows", "session_values", "list_elements", "commits")
+    }
+
+
+def _next_seq(url: str, session_id: str, lowered: int | None = None) -> int:
+    conn, s = _admin(url)
+    with conn:
+        if lowered is not None:
+            conn.execute(f"UPDATE {s}.sessions SET next_seq = %s WHERE id = %s", (lowered, session_id))
+        return conn.execute(f"SELECT next_seq FROM {s}.sessions WHERE id = %s", (session_id,)).fetchone()[0]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("holder", ["the writer", "a new handle"])
+def test_a_lowered_next_seq_refuses_every_commit_and_writes_nothing(
+    postgres_url: str, repos: tuple[Any, Any], holder: str
+) -> None:
+    session = repos[0].create(id="restored")
+    branch = session.create_branch("main", None)
+    for text in ("one", "two", "three"):
+        branch.append_message(message(text))
+    session.set_value(value("app", "k"), 1)
+    stored = _next_seq(postgres_url, "restored")
+    _next_seq(postgres_url, "restored", lowered=2)  # a partial restore: seqs 2.. are stored again
+    before = _rows_of(postgres_url, "restored")
+    if holder == "a new handle":
+        session.close()
+        session = repos[1].open("restored")
+        branch = session.branch("main")
+    for write in (
+        lambda: branch.append_message(message("reuses a seq")),
+        lambda: session.set_value(value("app", "k"), 2),
+        lambda: session.set_value(value("app", "other"), 2),
+    ):
+        with pytest.raises(SessionInconsistentError, match=rf"restored.*next seq 2.*{stored}"):
+            write()
+    assert _rows_of(postgres_url, "restored") == before
+    assert _next_seq(postgres_url, "restored") == 2
+    assert session.get_value(value("app", "k")).value == 1
+    session.close()

@@ -50,6 +50,14 @@ QUERIES: dict[str, str] = {
         "SELECT next_seq, last_timestamp, message_count, usage_total FROM {s}.sessions "
         f"WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s"
     ),
+    # The seq after the newest stored write the commit log, the entries or the usage rows know of (the
+    # primary keys' ends): a next seq below it would give a commit seqs already stored.
+    "stored_end": (
+        "SELECT greatest("
+        f"(SELECT end_seq FROM {{s}}.commits WHERE {_SESSION} ORDER BY first_seq DESC LIMIT 1), "
+        f"(SELECT max(seq) + 1 FROM {{s}}.entries WHERE {_SESSION}), "
+        f"(SELECT max(seq) + 1 FROM {{s}}.usage_rows WHERE {_SESSION}))"
+    ),
     "update_session": (
         "UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
         "message_count = %(message_count)s, usage_total = %(usage_total)s "
@@ -156,6 +164,8 @@ QUERIES: dict[str, str] = {
         "head AS (UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
         "message_count = %(message_count)s, usage_total = coalesce(%(usage_total)s, usage_total) "
         f"WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s AND next_seq = %(expect_seq)s "
+        "AND NOT EXISTS (SELECT FROM {s}.commits "
+        f"WHERE {_SESSION} AND first_seq >= %(expect_seq)s) "
         "AND NOT EXISTS (SELECT FROM {s}.entries "
         f"WHERE {_SESSION} AND id = ANY(ARRAY(SELECT decode(x, 'hex') FROM j, jsonb_array_elements_text(j.d->'a') x))) "
         "AND NOT EXISTS (SELECT FROM {s}.usage_rows "

@@ -22,7 +22,12 @@ import psycopg
 
 from sessiontree.dump import DumpInventory
 from sessiontree.engine.reads import slice_limit
-from sessiontree.errors import InvalidQueryError, SessionDeletedError, StorageValidationError
+from sessiontree.errors import (
+    InvalidQueryError,
+    SessionDeletedError,
+    SessionInconsistentError,
+    StorageValidationError,
+)
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.jsjson import template_string as js_string
@@ -215,12 +220,14 @@ class PostgresStorage(QueuedStorage):
         # the head update and COMMIT: two round trips for a usual commit.
         with conn.pipeline(), conn.transaction():
             locked = conn.execute(sql["lock_session"], self._head_key)
+            stored = conn.execute(sql["stored_end"], key)
             reader = SqlCommitReader(conn, sql, key, 0)
             read_prefetched = reader.prefetch(writes, expectations)
             row = locked.fetchone()
             if row is None:
                 raise self._deleted()
             next_seq, last_timestamp, message_count, usage_raw = row
+            stored_end = stored.fetchone()[0]  # type: ignore[index]
             reader.set_next_seq(next_seq)
             read_prefetched()
             usage_total = decode_usage_total(usage_raw) if usage_raw else empty_usage()
@@ -233,6 +240,12 @@ class PostgresStorage(QueuedStorage):
                 result = CommitResult(first_seq=first, seqs=prepared.seqs, timestamp=stamp, stats=stats)
                 plan = written = None
             else:
+                if stored_end is not None and next_seq < stored_end:  # the validator's refusals come first
+                    raise SessionInconsistentError(
+                        f"Session {key['sid']} is inconsistent: its next seq {next_seq} is not past its "
+                        f"stored seqs (they end at {stored_end}); nothing was written (restore it whole, or "
+                        f"set its next_seq to {stored_end})"
+                    )
                 plan = _one_statement_plan(prepared.writes, stats)
                 written = None
                 if plan is not None:
