@@ -13,9 +13,10 @@ import pytest
 from sessiontree_postgres.schema import MIGRATIONS, migrate
 
 from plugins.postgres.tests._writer import message
-from sessiontree.errors import SessionDeletedError, SessionInconsistentError
+from sessiontree import jsjson
+from sessiontree.errors import SessionDeletedError, SessionInconsistentError, StorageFormatError
 from sessiontree.plugins import get_registry
-from sessiontree.values import value
+from sessiontree.values import list_, value
 
 
 def _admin(url: str) -> tuple[psycopg.Connection, str]:
@@ -143,3 +144,75 @@ def test_a_lowered_next_seq_refuses_every_commit_and_writes_nothing(
     assert _next_seq(postgres_url, "restored") == 2
     assert session.get_value(value("app", "k")).value == 1
     session.close()
+
+
+# --- a stored row that does not parse -------------------------------------------------------------
+
+
+def _damage(url: str, table: str, where: str, raw: str = '{"type": "message", "id": ') -> None:
+    conn, s = _admin(url)
+    with conn:
+        column = "value" if table in ("session_values", "list_elements") else "raw"
+        assert conn.execute(f"UPDATE {s}.{table} SET {column} = %s WHERE {where}", (raw,)).rowcount == 1
+
+
+@pytest.fixture
+def damaged(postgres_url: str) -> Iterator[Any]:
+    """Repository of session ``hurt`` whose entry ``e2`` (of e1 <- e2 <- e3 on ``main``) does not parse."""
+    with get_registry().backend("postgres", url=postgres_url).open_repo() as repo:
+        session = repo.create(id="hurt")
+        branch = session.create_branch("main", None)
+        for n in (1, 2, 3):
+            branch.append_message(message(f"m{n}"), entry_id=f"e{n}")
+        session.close()
+        _damage(postgres_url, "entries", "id = 'e2'")
+        yield repo
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda session: session.branch("main").context(), id="context"),
+        pytest.param(lambda session: session.find_entries(order="asc"), id="find_entries"),
+        pytest.param(lambda session: session.find_entries(type="message", limit=2), id="find_entries-newest"),
+        pytest.param(lambda session: session.get_entries(["e2"]), id="get_entries"),
+        pytest.param(lambda session: session.storage.scan_entries(), id="scan_entries"),
+    ],
+)
+def test_an_entry_that_does_not_parse_is_a_format_error_naming_session_and_entry(
+    damaged: Any, read: Any
+) -> None:
+    with damaged.open("hurt") as session:
+        with pytest.raises(StorageFormatError, match=r"hurt.*e2|e2.*hurt") as raised:
+            read(session)
+        assert not isinstance(raised.value, jsjson.JSONDecodeError)
+
+
+def test_an_entry_of_the_wrong_shape_is_a_format_error_naming_session_and_entry(postgres_url: str) -> None:
+    with get_registry().backend("postgres", url=postgres_url).open_repo() as repo:
+        session = repo.create(id="hurt")
+        session.create_branch("main", None).append_message(message("m"), entry_id="e1")
+        _damage(postgres_url, "entries", "id = 'e1'", raw="[1, 2]")
+        with pytest.raises(StorageFormatError, match=r"hurt.*e1|e1.*hurt"):
+            session.find_entries()
+        session.close()
+
+
+def test_a_value_or_list_element_that_does_not_parse_is_a_format_error_naming_session_and_address(
+    postgres_url: str,
+) -> None:
+    with get_registry().backend("postgres", url=postgres_url).open_repo() as repo:
+        session = repo.create(id="hurt")
+        session.set_value(value("app", "k"), 1)
+        session.append_list(list_("app", "log"), "x")
+        _damage(postgres_url, "session_values", "slot = 'k'", raw="{")
+        _damage(postgres_url, "list_elements", "slot = 'log'", raw="[")
+        for read in (
+            lambda: session.get_value(value("app", "k")),
+            lambda: session.scan_values(value("app", "")),
+        ):
+            with pytest.raises(StorageFormatError, match=r"value app/k .*session hurt"):
+                read()
+        with pytest.raises(StorageFormatError, match=r"list app/log .*session hurt"):
+            session.read_list(list_("app", "log"))
+        session.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sessiontree_postgres import storage as storage_module
 
 from sessiontree.plugins import get_registry
-from sessiontree_postgres import storage as storage_module
 
 
 def test_reading_the_branch_then_its_context_decodes_each_entry_once(
@@ -22,9 +22,9 @@ def test_reading_the_branch_then_its_context_decodes_each_entry_once(
         decoded: list[int] = []
         real = storage_module.decode_entries
 
-        def counting(raws: list[str]) -> Any:
+        def counting(raws: list[str], *where: Any) -> Any:
             decoded.append(len(raws))
-            return real(raws)
+            return real(raws, *where)
 
         monkeypatch.setattr(storage_module, "decode_entries", counting)
         resumed = repo.open("s")

@@ -110,7 +110,7 @@ QUERIES: dict[str, str] = {
     "entry_seq": f"SELECT seq FROM {{s}}.entries WHERE {_SESSION} AND id = %(id)s",
     "entries_by_seq": f"SELECT seq, raw FROM {{s}}.entries WHERE {_SESSION} AND seq = ANY(%(seqs)b)",
     "scan_entries": (
-        "SELECT raw FROM {s}.entries "
+        "SELECT raw, id FROM {s}.entries "
         f"WHERE {_SESSION} AND seq BETWEEN %(from_seq)s AND %(to_seq)s "
         "AND (%(type)s::bytea IS NULL OR type = %(type)s) "
         "AND (%(custom_type)s::bytea IS NULL OR custom_type = %(custom_type)s) "
@@ -121,7 +121,7 @@ QUERIES: dict[str, str] = {
         f"WHERE {_SESSION} AND seq BETWEEN %(from_seq)s AND %(to_seq)s "
         "ORDER BY seq {order} LIMIT %(limit)s"
     ),
-    "all_entries": f"SELECT raw FROM {{s}}.entries WHERE {_SESSION} ORDER BY seq",
+    "all_entries": f"SELECT raw, id FROM {{s}}.entries WHERE {_SESSION} ORDER BY seq",
     "all_values": f"SELECT namespace, slot, key_absent, seq, value FROM {{s}}.session_values WHERE {_SESSION}",
     "all_list_elements": (
         "SELECT namespace, slot, key_absent, seq, value FROM {s}.list_elements "

@@ -101,7 +101,7 @@ class SqlCommitReader:
         def read() -> None:
             for row in cursor.fetchall():
                 at = (s(row[0]), s(row[1]))
-                self._values[at] = stored_value(*row)
+                self._values[at] = stored_value(*row, session=self._key["sid"])
                 self._rows[at] = row
 
         return read
@@ -143,13 +143,13 @@ class SqlCommitReader:
         if not self.has_entry(entry_id):
             return None
         row = self._conn.execute(self._sql["entries_by_id"], {**self._key, "ids": [b(entry_id)]}).fetchone()
-        return None if row is None else decode_entry(row[1])
+        return None if row is None else decode_entry(row[1], self._key["sid"], entry_id)
 
     def stored_usage(self, row_id: str) -> UsageRow | None:
         if not self.has_usage(row_id):
             return None
         row = self._conn.execute(self._sql["usage_by_id"], {**self._key, "id": b(row_id)}).fetchone()
-        return None if row is None else decode_usage_row(row[0])
+        return None if row is None else decode_usage_row(row[0], self._key["sid"])
 
     def commit_of(self, seq: int) -> tuple[int, int, int] | None:
         row = self._conn.execute(self._sql["commit_of"], {**self._key, "seq": seq}).fetchone()

@@ -417,7 +417,10 @@ def _insert_session(
 
 def load_state(conn: psycopg.Connection, sql: Mapping[str, str], key: SessionKey, next_seq: int) -> SessionState:
     """The whole current state of a session (what a fork selects from): entries, values and lists."""
-    writes: list[Write] = [EntryWrite(decode_entry(raw)) for (raw,) in conn.execute(sql["all_entries"], key)]
+    writes: list[Write] = [
+        EntryWrite(decode_entry(raw, key["sid"], s(raw_id)))
+        for raw, raw_id in conn.execute(sql["all_entries"], key)
+    ]
     for namespace, slot, absent, seq, value in conn.execute(sql["all_values"], key):
         writes.append(
             ValueSet(namespace=s(namespace), key=_key(slot, absent), value=jsjson.loads(value, max_depth=None), seq=seq)

@@ -322,7 +322,7 @@ class PostgresStorage(QueuedStorage):
         if not wanted:
             return {}
         found = {s(raw_id): raw for raw_id, raw in self.db.fetch("entries_by_id", {**self.key, "ids": [b(i) for i in wanted]})}
-        return {i: decode_entry(found[i]) for i in wanted if i in found}
+        return {i: decode_entry(found[i], self.key["sid"], i) for i in wanted if i in found}
 
     def get_value(self, address: Address) -> StoredValue | None:
         self._queue.check_open()
@@ -334,14 +334,14 @@ class PostgresStorage(QueuedStorage):
         )
         if not rows:
             raise self._deleted()
-        return None if rows[0][0] is None else stored_value(*rows[0])
+        return None if rows[0][0] is None else stored_value(*rows[0], session=self.key["sid"])
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
         self._queue.check_open()
         rows = self.db.fetch(
             "values_with_prefix", {**self.key, "namespace": b(prefix.namespace), "prefix": b(prefix.key)}
         )
-        return [stored_value(*row) for row in rows]
+        return [stored_value(*row, session=self.key["sid"]) for row in rows]
 
     def read_list(self, address: Address, options: ListReadOptions | None = None) -> list[ListElement]:
         self._queue.check_open()
@@ -357,7 +357,7 @@ class PostgresStorage(QueuedStorage):
         cursor = _clamped(cursor)
         params = {**self.key, "namespace": b(address.namespace), "slot": b(address.key), "cursor": cursor, "limit": limit}
         rows = self.db.fetch("list_asc" if ascending else "list_desc", params)
-        return [list_element(seq, value) for seq, value in rows]
+        return [list_element(seq, value, self.key["sid"], address) for seq, value in rows]
 
     def _path(
         self, query: BranchScan, *, kept: bool = True, texts: dict[int, str] | None = None
@@ -444,7 +444,9 @@ class PostgresStorage(QueuedStorage):
                 raws = dict(self.db.fetch("entries_by_seq", {**self.key, "seqs": wanted}))
             if len(set(wanted) - raws.keys()):
                 raise PathGoneError
-            entries = decode_entries([raws[seq] for seq in wanted])
+            entries = decode_entries(
+                [raws[seq] for seq in wanted], self.key["sid"], [nodes[i].id for i in missing]
+            )
             if any(entry.id != nodes[i].id for i, entry in zip(missing, entries, strict=True)):
                 raise PathGoneError  # the session was made again: other entries have these seqs
             return entries
@@ -474,12 +476,14 @@ class PostgresStorage(QueuedStorage):
         params["custom_type"] = None if query.custom_type is None else _type_column(query.custom_type)
         rows = self.db.fetch("scan_entries", params, order=order)
         with collector_paused():
-            return decode_entries([raw for (raw,) in rows])
+            raws = [raw for raw, _id in rows]
+            return decode_entries(raws, self.key["sid"], [s(raw_id) for _raw, raw_id in rows])
 
     def scan_usage(self, query: UsageScan | None = None) -> list[UsageRow]:
         self._queue.check_open()
         params, order = self._seq_window(query or UsageScan())
-        return [decode_usage_row(raw) for (raw,) in self.db.fetch("scan_usage", params, order=order)]
+        rows = self.db.fetch("scan_usage", params, order=order)
+        return [decode_usage_row(raw, self.key["sid"]) for (raw,) in rows]
 
     def get_stats(self) -> SessionStats:
         self._queue.check_open()
