@@ -14,6 +14,7 @@ from sessiontree_postgres.schema import MIGRATIONS, migrate
 
 from plugins.postgres.tests._writer import message
 from sessiontree import jsjson
+from sessiontree.contracts import TreeFork
 from sessiontree.errors import SessionDeletedError, SessionInconsistentError, StorageFormatError
 from sessiontree.plugins import get_registry
 from sessiontree.values import list_, value
@@ -152,7 +153,7 @@ def test_a_lowered_next_seq_refuses_every_commit_and_writes_nothing(
 def _damage(url: str, table: str, where: str, raw: str = '{"type": "message", "id": ') -> None:
     conn, s = _admin(url)
     with conn:
-        column = "value" if table in ("session_values", "list_elements") else "raw"
+        column = {"session_values": "value", "list_elements": "value", "sessions": "extra"}.get(table, "raw")
         assert conn.execute(f"UPDATE {s}.{table} SET {column} = %s WHERE {where}", (raw,)).rowcount == 1
 
 
@@ -216,3 +217,22 @@ def test_a_value_or_list_element_that_does_not_parse_is_a_format_error_naming_se
         with pytest.raises(StorageFormatError, match=r"list app/log .*session hurt"):
             session.read_list(list_("app", "log"))
         session.close()
+
+
+def test_a_session_row_whose_metadata_does_not_parse_is_a_format_error_naming_the_session(
+    postgres_url: str,
+) -> None:
+    with get_registry().backend("postgres", url=postgres_url).open_repo() as repo:
+        repo.create(id="hurt").close()
+        _damage(postgres_url, "sessions", "id = 'hurt'", raw="{")
+        for read in (lambda: repo.open("hurt"), repo.list):
+            with pytest.raises(StorageFormatError, match=r"metadata .*session hurt"):
+                read()
+
+
+def test_a_fork_of_a_session_with_a_damaged_row_is_a_format_error_and_creates_nothing(
+    postgres_url: str, damaged: Any
+) -> None:
+    with pytest.raises(StorageFormatError, match=r"entry e2 of session hurt"):
+        damaged.fork("hurt", TreeFork(id="copy"))
+    assert [m.id for m in damaged.list()] == ["hurt"]

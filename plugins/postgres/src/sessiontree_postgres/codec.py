@@ -22,6 +22,7 @@ from sessiontree.wire.entries import decode_entries as decode_wire_entries
 __all__ = [
     "ABSENT_KEY_SLOT",
     "b",
+    "damaged",
     "decode_entries",
     "decode_entry",
     "decode_usage_row",
@@ -29,6 +30,7 @@ __all__ = [
     "dumps",
     "encode_entry",
     "encode_usage_total",
+    "loaded",
     "s",
     "slot_of",
     "stored_value",
@@ -79,7 +81,8 @@ def decode_entry(raw: str, session: str | None = None, entry_id: str | None = No
         raise damaged("entry" if entry_id is None else f"entry {entry_id}", session, error) from error
 
 
-def _loaded(text: str, what: str, session: str | None) -> Any:
+def loaded(text: str, what: str, session: str | None) -> Any:
+    """The JSON value a stored text holds; else the :func:`damaged` refusal naming ``what``."""
     try:
         return jsjson.loads(text, max_depth=None)
     except jsjson.JSONDecodeError as error:
@@ -144,7 +147,7 @@ def stored_value(
     text that does not parse raises :class:`StorageFormatError` naming ``session`` and the address."""
     address = Address(s(namespace), "" if key_absent else s(slot), "value")
     what = f"value {address.namespace}/{address.key} (seq {seq})"
-    return StoredValue(address=address, value=_loaded(value, what, session), seq=seq)
+    return StoredValue(address=address, value=loaded(value, what, session), seq=seq)
 
 
 def list_element(
@@ -153,4 +156,4 @@ def list_element(
     """A ``list_elements`` row's element; a text that does not parse raises :class:`StorageFormatError`
     naming ``session`` and the list's ``address`` (when given)."""
     where = "" if address is None else f" of list {address.namespace}/{address.key}"
-    return ListElement(seq=seq, value=_loaded(value, f"element{where} (seq {seq})", session))
+    return ListElement(seq=seq, value=loaded(value, f"element{where} (seq {seq})", session))

@@ -31,7 +31,7 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 from sessiontree.writes import EntryWrite, ListAppend, ValueSet, Write
 
-from .codec import decode_entry, encode_usage_total, s
+from .codec import damaged, decode_entry, encode_usage_total, loaded, s
 from .database import Database
 from .restore import restore_transactions
 from .storage import PostgresStorage, SessionKey, insert_writes
@@ -374,13 +374,17 @@ class PostgresSessionRepo:
 
 def _metadata(row: tuple[Any, ...]) -> SessionMetadata:
     _tenant, _user, session_id, created_at, parent, cwd, extra, *_incarnation = row
+    try:
+        extra = jsjson.loads(extra)
+    except jsjson.JSONDecodeError as error:
+        raise damaged("metadata (its extra column)", session_id, error) from error
     return SessionMetadata(
         id=session_id,
         created_at=created_at,
         storage_version=1,
         cwd=cwd,
         parent_session_id=parent,
-        extra=jsjson.loads(extra),
+        extra=extra,
     )
 
 
@@ -423,11 +427,21 @@ def load_state(conn: psycopg.Connection, sql: Mapping[str, str], key: SessionKey
     ]
     for namespace, slot, absent, seq, value in conn.execute(sql["all_values"], key):
         writes.append(
-            ValueSet(namespace=s(namespace), key=_key(slot, absent), value=jsjson.loads(value, max_depth=None), seq=seq)
+            ValueSet(
+                namespace=s(namespace),
+                key=_key(slot, absent),
+                value=loaded(value, f"value {s(namespace)}/{s(slot)} (seq {seq})", key["sid"]),
+                seq=seq,
+            )
         )
     for namespace, slot, absent, seq, value in conn.execute(sql["all_list_elements"], key):
         writes.append(
-            ListAppend(namespace=s(namespace), key=_key(slot, absent), value=jsjson.loads(value, max_depth=None), seq=seq)
+            ListAppend(
+                namespace=s(namespace),
+                key=_key(slot, absent),
+                value=loaded(value, f"element of list {s(namespace)}/{s(slot)} (seq {seq})", key["sid"]),
+                seq=seq,
+            )
         )
     writes.sort(key=lambda write: write.seq)  # type: ignore[arg-type,return-value]
     state = SessionState()
