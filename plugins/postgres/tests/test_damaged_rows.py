@@ -14,6 +14,7 @@ from sessiontree_postgres.schema import MIGRATIONS, migrate
 
 from plugins.postgres.tests._writer import message
 from sessiontree import jsjson
+from sessiontree.commands.health import check_repository
 from sessiontree.contracts import TreeFork
 from sessiontree.errors import SessionDeletedError, SessionInconsistentError, StorageFormatError
 from sessiontree.plugins import get_registry
@@ -145,6 +146,19 @@ def test_a_lowered_next_seq_refuses_every_commit_and_writes_nothing(
     assert _next_seq(postgres_url, "restored") == 2
     assert session.get_value(value("app", "k")).value == 1
     session.close()
+
+
+def test_check_reports_a_lowered_next_seq(postgres_url: str, repos: tuple[Any, Any]) -> None:
+    for session_id in ("restored", "fine"):
+        session = repos[0].create(id=session_id)
+        session.create_branch("main", None).append_message(message("one"))
+        session.close()
+    assert check_repository(repos[0]).findings == ()
+    stored = _next_seq(postgres_url, "restored")
+    _next_seq(postgres_url, "restored", lowered=1)
+    (finding,) = check_repository(repos[0]).findings
+    assert (finding.kind, finding.severity, finding.session) == ("stale-next-seq", "error", "restored")
+    assert f"set to {stored}" in finding.message
 
 
 # --- a stored row that does not parse -------------------------------------------------------------

@@ -60,13 +60,17 @@ def check_target(target: str, *, repair: bool = False, min_temp_age: float = 600
 
 def check_repository(repo: SessionRepo) -> CheckReport:
     """Check every session of a repository that is not a directory of files: open it, check its tips
-    and labels."""
+    and labels, and whatever its storage checks itself (an optional ``check_findings(path=...)``
+    returning :class:`Finding` items, e.g. PostgreSQL's head against its stored seqs)."""
     findings: list[Finding] = []
     sessions = repo.list()
     for metadata in sessions:
         try:
             with repo.open(metadata) as session:
                 findings.extend(check_references(session.storage, path=metadata.path, session=metadata.id))
+                own_check = getattr(session.storage, "check_findings", None)  # a backend's own checks
+                if callable(own_check):
+                    findings.extend(own_check(path=metadata.path))
         except (SessionTreeError, OSError, ValueError) as error:
             findings.append(
                 Finding(

@@ -29,6 +29,7 @@ from sessiontree.errors import (
     StorageValidationError,
 )
 from sessiontree.expectations import Expectations
+from sessiontree.findings import Finding
 from sessiontree.jsjson import safe_integer
 from sessiontree.jsjson import template_string as js_string
 from sessiontree.kit import (
@@ -488,6 +489,27 @@ class PostgresStorage(QueuedStorage):
     def get_stats(self) -> SessionStats:
         self._queue.check_open()
         return self._read_head()[2]
+
+    # --- check ----------------------------------------------------------------------------------------
+
+    def check_findings(self, *, path: str | None = None) -> list[Finding]:
+        """What ``sessiontree check`` reports of this session beyond its references: a next seq not
+        past the stored seqs (as after a partial restore), which refuses every commit."""
+        self._queue.check_open()
+        next_seq = self._read_head()[0]
+        stored_end = self.db.fetch("stored_end", self.key)[0][0]
+        if stored_end is None or next_seq >= stored_end:
+            return []
+        return [
+            Finding(
+                kind="stale-next-seq",
+                severity="error",
+                path=path,
+                session=self.key["sid"],
+                message=f"Session {self.key['sid']} has next seq {next_seq} but stores seqs up to "
+                f"{stored_end - 1}: every commit is refused until its next_seq is set to {stored_end}",
+            )
+        ]
 
     # --- SupportsInventory ---------------------------------------------------------------------------
 
