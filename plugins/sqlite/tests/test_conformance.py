@@ -18,17 +18,6 @@ from sessiontree_conformance import (
     StorageSuite,
 )
 
-DELETED_ELSEWHERE = {
-    "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds": (
-        "issue 37 item 2/9: an append after a delete elsewhere says 'Unknown branch: main' (directory mode: "
-        "it goes into the unlinked file)"
-    ),
-    "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends": (
-        "issue 37 item 2/9: an append after a delete in another process is not refused as deleted"
-    ),
-}
-"""Issue 37's delete cases SQLite still fails (strict xfails: a fix must remove them)."""
-
 
 class SharedFixtures(ConformanceFixtures):
     @pytest.fixture
@@ -55,8 +44,7 @@ class TestSqliteSharedStorage(SharedFixtures, StorageSuite): ...
 
 class TestSqliteSharedRepo(
     SharedFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
-):
-    known_divergences = DELETED_ELSEWHERE
+): ...
 
 
 class TestSqliteDirectoryStorage(DirectoryFixtures, StorageSuite): ...
@@ -66,7 +54,6 @@ class TestSqliteDirectoryRepo(
     DirectoryFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
 ):
     known_divergences = {
-        **DELETED_ELSEWHERE,
         "test_an_awkward_session_id_is_stored_faithfully_or_refused_at_create": (
             "issue 37 item 3: one file per session does not refuse ids that are not one file-name segment"
         ),

@@ -13,6 +13,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -49,6 +50,9 @@ Layout = Literal["shared", "directory"]
 _SIDECARS = ("-wal", "-shm", "-journal")
 _FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
 _ROW = "id, created_at, parent_session_id, storage_version, metadata"
+INCARNATION_KEY = "sessiontreeIncarnation"
+"""The ``sessions.metadata`` member holding a token each create draws (not in ``SessionMetadata.extra``):
+a handle open on a session that was deleted and created again elsewhere sees other metadata and is refused."""
 
 
 class SqliteSessionRepo:
@@ -130,8 +134,12 @@ class SqliteSessionRepo:
             raise
         return connection
 
-    def _publish(self, metadata: SessionMetadata, connection: sqlite3.Connection) -> StorageBackedSession:
-        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now)
+    def _publish(
+        self, metadata: SessionMetadata, connection: sqlite3.Connection, file: int | None
+    ) -> StorageBackedSession:
+        """The open session over ``connection``; ``file`` (one file per session: a descriptor of the
+        database file, opened before the connection) goes to the storage, which closes it."""
+        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now, file=file)
         session_id = metadata.id
         session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(session_id))
         with self._lock:
@@ -169,13 +177,13 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=True):
             notify_admitted()
             path = self.path_for(session_id)
-            with self._new_database(path, session_id) as connection:
+            with self._new_database(path, session_id) as (connection, file):
                 with write_transaction(connection, f"Failed to create session {session_id} in {path}"):
                     migrate_in_transaction(connection, path)
                     self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
                 use_wal(connection, path)
                 metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
-                return self._publish(metadata, connection)
+                return self._publish(metadata, connection, file)
 
     @contextlib.contextmanager
     def _new_database(self, path: str, session_id: str) -> Any:
@@ -186,20 +194,23 @@ class SqliteSessionRepo:
         journal mode until then: a shared container is put in WAL mode first, since another process's
         writer may be creating it too (switching after a transaction could then wait on that writer)."""
         created = False
+        file: int | None = None
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if self.layout == "directory":
             try:
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                file = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDONLY, 0o644)
             except FileExistsError:
                 raise SessionExistsError(f"Session already exists: {session_id}") from None
             created = True
         connection: sqlite3.Connection | None = None
         try:
             connection = connect(path, "create", self.durability, wal=not created)
-            yield connection
+            yield connection, file
         except BaseException:
             if connection is not None:
                 connection.close()
+            if file is not None:
+                os.close(file)
             if created:
                 _remove_database(path)
             raise
@@ -218,6 +229,7 @@ class SqliteSessionRepo:
         exists = connection.execute("SELECT 1 FROM main.sessions WHERE id = ?", (session_id,)).fetchone()
         if exists is not None:
             raise SessionExistsError(f"Session already exists: {session_id}")
+        stored = {**extra, INCARNATION_KEY: uuid.uuid4().hex}
         connection.execute(
             "INSERT INTO main.sessions (id, created_at, parent_session_id, storage_version, metadata,"
             " message_count, usage_payload, next_seq) VALUES (?, ?, ?, 1, ?, ?, ?, ?)",
@@ -225,7 +237,7 @@ class SqliteSessionRepo:
                 session_id,
                 created_at,
                 parent_session_id,
-                jsjson.dumps(extra) if extra else None,
+                jsjson.dumps(stored),
                 message_count,
                 encode_usage_payload(empty_usage()),
                 next_seq,
@@ -251,16 +263,34 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=False):
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
-            connection = self._writable(path)
+            file = self._open_file(path, session_id)
+            try:
+                connection = self._writable(path)
+            except BaseException:
+                if file is not None:
+                    os.close(file)
+                raise
             try:
                 stored = _read_metadata(connection, session_id, path)
                 if stored is None:
                     raise SessionNotFoundError(f"Unknown session: {session_id}")
                 _check_storage_version(stored)
-                return self._publish(stored, connection)
+                return self._publish(stored, connection, file)
             except BaseException:
                 connection.close()
+                if file is not None:
+                    os.close(file)
                 raise
+
+    def _open_file(self, path: str, session_id: str) -> int | None:
+        """(One file per session) a descriptor of the session's database file, opened before its
+        connection: the storage compares it with the path in every commit (see :meth:`delete`)."""
+        if self.layout != "directory":
+            return None
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise SessionNotFoundError(f"Unknown session: {session_id}") from None
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
         """Every readable session, newest first (then by id); unreadable files are skipped (as pi)."""
@@ -297,7 +327,11 @@ class SqliteSessionRepo:
     # --- delete ----------------------------------------------------------------------------------
 
     def delete(self, metadata: SessionMetadata | str) -> None:
-        """Delete a closed session: its rows (shared container) or its database file."""
+        """Delete a closed session: its rows (shared container) or its database file. Either way it
+        happens inside a write transaction of the database, so a writer in another repository or
+        process either commits before it or sees the session gone (:class:`SessionDeletedError`): the
+        file is unlinked holding the writer lock, and a writer compares its file with the path holding
+        it too."""
         self._assert_open()
         session_id, path = self._stored_path(metadata)
         with self._lock:
@@ -315,10 +349,10 @@ class SqliteSessionRepo:
                         for table in _SESSION_TABLES:
                             connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                         connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                    else:
+                        _remove_database(path)  # under the writer lock (closing skips the checkpoint)
             finally:
                 connection.close()
-            if self.layout == "directory":
-                _remove_database(path)
 
     # --- fork ------------------------------------------------------------------------------------
 
@@ -337,14 +371,14 @@ class SqliteSessionRepo:
         destination_id = options.id if options.id is not None else uuidv7(created_at)
         with self._reserved(destination_id, creating=True):
             path = self.path_for(destination_id)
-            with self._new_database(path, destination_id) as connection:
+            with self._new_database(path, destination_id) as (connection, file):
                 with _source_schema(connection, source_path, path) as schema:
                     extra = self._fork_into(
                         connection, schema, source_id, source_path, destination_id, created_at, options
                     )
                 use_wal(connection, path)
                 metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
-                return self._publish(metadata, connection)
+                return self._publish(metadata, connection, file)
 
     def _fork_into(
         self,
@@ -480,7 +514,7 @@ def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
         decoded = jsjson.loads(stored)
         if type(decoded) is not dict:
             raise StorageValidationError(f"SQLite session {session_id} has metadata that is not a JSON object")
-        extra = decoded
+        extra = {key: value for key, value in decoded.items() if key != INCARNATION_KEY}
     return _metadata(session_id, created_at, parent_session_id, storage_version, extra, path)
 
 
