@@ -52,9 +52,4 @@ class TestSqliteDirectoryStorage(DirectoryFixtures, StorageSuite): ...
 
 class TestSqliteDirectoryRepo(
     DirectoryFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
-):
-    known_divergences = {
-        "test_an_awkward_session_id_is_stored_faithfully_or_refused_at_create": (
-            "issue 37 item 3: one file per session does not refuse ids that are not one file-name segment"
-        ),
-    }
+): ...

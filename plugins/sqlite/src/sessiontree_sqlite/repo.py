@@ -19,9 +19,15 @@ from typing import Any, Literal
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
+from sessiontree.arguments import (
+    check_create_arguments,
+    check_fork_arguments,
+    name_segment_problem,
+    session_id_of,
+)
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
+    InvalidArgumentError,
     SessionExistsError,
     SessionNotFoundError,
     SessionOpenError,
@@ -48,6 +54,8 @@ __all__ = ["Layout", "SqliteSessionRepo"]
 Layout = Literal["shared", "directory"]
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+MAX_FILE_NAME_BYTES = 255
+"""The longest file name (UTF-8 bytes) on common local file systems: the limit of a session's file name."""
 _FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
 _ROW = "id, created_at, parent_session_id, storage_version, metadata"
 INCARNATION_KEY = "sessiontreeIncarnation"
@@ -100,6 +108,21 @@ class SqliteSessionRepo:
         except FileNotFoundError:
             return []
         return [os.path.join(self.location, name) for name in names if name.endswith(SESSION_SUFFIX)]
+
+    def _check_chosen_id(self, session_id: str | None, name: str) -> None:
+        """One file per session: refuse a chosen id that is not one file-name segment, or whose file name
+        (:func:`~sessiontree_sqlite.naming.session_file_name`) is too long to make."""
+        if self.layout != "directory" or session_id is None:
+            return
+        problem = name_segment_problem(session_id, MAX_FILE_NAME_BYTES)
+        if problem is None:
+            size = len(session_file_name(session_id).encode("utf-8"))
+            if size > MAX_FILE_NAME_BYTES:
+                problem = f"its file name would be {size} bytes long, more than {MAX_FILE_NAME_BYTES}"
+        if problem:
+            raise InvalidArgumentError(
+                f"{name} {session_id!r} cannot be a session id with one SQLite file per session: {problem}"
+            )
 
     # --- reservations ------------------------------------------------------------------------------
 
@@ -171,6 +194,7 @@ class SqliteSessionRepo:
         check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
         require_utf8_text(session_id, "id", TEXT_COLUMNS)
         require_utf8_text(parent_session_id, "parentSessionId", TEXT_COLUMNS)
+        self._check_chosen_id(session_id, "id")
         created_at = self.now()
         session_id = session_id if session_id is not None else uuidv7(created_at)
         extra: dict[str, JsonValue] = {} if owner is None else {OWNER_KEY: owner.to_json()}
@@ -367,6 +391,7 @@ class SqliteSessionRepo:
         if not os.path.isfile(source_path):
             raise SessionNotFoundError(f"Unknown session: {source_id}")
         require_utf8_text(options.id, "id", TEXT_COLUMNS)
+        self._check_chosen_id(options.id, "id")
         created_at = self.now()
         destination_id = options.id if options.id is not None else uuidv7(created_at)
         with self._reserved(destination_id, creating=True):
