@@ -10,12 +10,13 @@ seqs (as memory and JSONL do); ``close()`` closes every session it opened.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
@@ -43,7 +44,7 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect, file_uri, rollback, use_wal, write_transaction
+from .database import Durability, connect, file_uri, rollback, write_transaction
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
 from .schema import migrate, migrate_in_transaction
@@ -52,8 +53,13 @@ from .storage import TEXT_COLUMNS, SqliteStorage
 __all__ = ["Layout", "SqliteSessionRepo"]
 
 Layout = Literal["shared", "directory"]
+_T = TypeVar("_T")
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+_CREATING = ".creating-"
+"""The prefix of a database being created under a temporary name (one file per session); it does not end
+in ``.sqlite``, so ``list`` never reads one, and its session's id stays free until it is linked in place."""
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS})
 MAX_FILE_NAME_BYTES = 255
 """The longest file name (UTF-8 bytes) on common local file systems: the limit of a session's file name."""
 _FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
@@ -201,43 +207,76 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=True):
             notify_admitted()
             path = self.path_for(session_id)
-            with self._new_database(path, session_id) as (connection, file):
+
+            def fill(connection: sqlite3.Connection) -> None:
                 with write_transaction(connection, f"Failed to create session {session_id} in {path}"):
                     migrate_in_transaction(connection, path)
                     self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
-                use_wal(connection, path)
-                metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
-                return self._publish(metadata, connection, file)
 
-    @contextlib.contextmanager
-    def _new_database(self, path: str, session_id: str) -> Any:
-        """A writable connection to the database the new session goes in (a new file in the
-        per-session layout: refused when it exists), removed again if the block fails. Its schema is
-        not yet migrated: the block migrates inside the transaction that writes the session, then calls
-        :func:`~sessiontree_sqlite.database.use_wal`. Only a file this call created is left in the rollback
-        journal mode until then: a shared container is put in WAL mode first, since another process's
-        writer may be creating it too (switching after a transaction could then wait on that writer)."""
-        created = False
-        file: int | None = None
+            _, connection, file = self._new_database(path, session_id, fill)
+            metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
+            return self._publish(metadata, connection, file)
+
+    def _new_database(
+        self, path: str, session_id: str, fill: Callable[[sqlite3.Connection], _T]
+    ) -> tuple[_T, sqlite3.Connection, int | None]:
+        """Write a new session with ``fill`` (its write transaction, which migrates the schema too), and
+        return what it returned, a writable WAL connection to the session's database and (one file per
+        session) a descriptor of its file for :meth:`_publish`.
+
+        A shared container is opened (or created) and put in WAL mode first, since another process's
+        writer may be creating it too. One file per session is published atomically: the database is
+        written in the rollback-journal mode under a temporary name in the directory, closed, then
+        hard-linked to the session's name (refused when that exists) and switched to WAL there; a crash
+        at any point leaves either no file under the session's name or a complete one."""
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        if self.layout == "directory":
+        if self.layout == "shared":
+            connection = connect(path, "create", self.durability)
             try:
-                file = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDONLY, 0o644)
-            except FileExistsError:
-                raise SessionExistsError(f"Session already exists: {session_id}") from None
-            created = True
-        connection: sqlite3.Connection | None = None
-        try:
-            connection = connect(path, "create", self.durability, wal=not created)
-            yield connection, file
-        except BaseException:
-            if connection is not None:
+                return fill(connection), connection, None
+            except BaseException:
                 connection.close()
+                raise
+        if os.path.lexists(path):
+            raise SessionExistsError(f"Session already exists: {session_id}")
+        temporary = os.path.join(os.path.dirname(path), f"{_CREATING}{uuid.uuid4().hex}.tmp")
+        try:
+            connection = connect(temporary, "create", self.durability, wal=False)
+            try:
+                result = fill(connection)
+            finally:
+                connection.close()
+            self._link_in_place(temporary, path, session_id)
+        finally:
+            _remove_database(temporary)
+        file = self._open_file(path, session_id)
+        try:
+            connection = connect(path, "existing", self.durability)
+        except BaseException:
             if file is not None:
                 os.close(file)
-            if created:
-                _remove_database(path)
             raise
+        return result, connection, file
+
+    def _link_in_place(self, temporary: str, path: str, session_id: str) -> None:
+        """Give the complete database at ``temporary`` the session's name, never over an existing file
+        (a hard link; a rename after a check where the file system has no hard links)."""
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            raise SessionExistsError(f"Session already exists: {session_id}") from None
+        except OSError as error:
+            if error.errno not in _NO_HARD_LINKS:
+                raise StorageIOError(f"Failed to create session {session_id} in {path}: {error}") from error
+            if os.path.lexists(path):
+                raise SessionExistsError(f"Session already exists: {session_id}") from None
+            os.rename(temporary, path)
+        if self.durability == "fsync":
+            directory = os.open(os.path.dirname(path), os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
 
     def _insert_session(
         self,
@@ -396,14 +435,16 @@ class SqliteSessionRepo:
         destination_id = options.id if options.id is not None else uuidv7(created_at)
         with self._reserved(destination_id, creating=True):
             path = self.path_for(destination_id)
-            with self._new_database(path, destination_id) as (connection, file):
+
+            def fill(connection: sqlite3.Connection) -> dict[str, JsonValue]:
                 with _source_schema(connection, source_path, path) as schema:
-                    extra = self._fork_into(
+                    return self._fork_into(
                         connection, schema, source_id, source_path, destination_id, created_at, options
                     )
-                use_wal(connection, path)
-                metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
-                return self._publish(metadata, connection, file)
+
+            extra, connection, file = self._new_database(path, destination_id, fill)
+            metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
+            return self._publish(metadata, connection, file)
 
     def _fork_into(
         self,
