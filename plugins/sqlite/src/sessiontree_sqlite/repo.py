@@ -44,10 +44,10 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect, file_uri, rollback, write_transaction
+from .database import Durability, connect, file_uri, rollback, use_wal, write_transaction
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
-from .schema import migrate, migrate_in_transaction
+from .schema import check_session_store, migrate, migrate_in_transaction
 from .storage import TEXT_COLUMNS, SqliteStorage
 
 __all__ = ["Layout", "SqliteSessionRepo"]
@@ -150,10 +150,15 @@ class SqliteSessionRepo:
             with self._lock:
                 self._pending.discard(session_id)
 
-    def _writable(self, path: str) -> sqlite3.Connection:
-        """A writable connection to an existing database, migrated to the latest schema."""
-        connection = connect(path, "existing", self.durability)
+    def _writable(self, path: str, session_id: str) -> sqlite3.Connection:
+        """A writable connection to an existing session store, migrated to the latest schema. A file
+        that is not one is never modified: another program's database raises
+        :class:`~sessiontree.errors.StorageFormatError` naming it, an empty one :class:`SessionNotFoundError`."""
+        connection = connect(path, "existing", self.durability, wal=False)
         try:
+            if not check_session_store(connection, path):
+                raise SessionNotFoundError(f"Unknown session: {session_id} ({path} holds no session store)")
+            use_wal(connection, path)
             migrate(connection, path)
         except sqlite3.Error as error:
             connection.close()
@@ -231,8 +236,10 @@ class SqliteSessionRepo:
         at any point leaves either no file under the session's name or a complete one."""
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if self.layout == "shared":
-            connection = connect(path, "create", self.durability)
+            connection = connect(path, "create", self.durability, wal=False)
             try:
+                check_session_store(connection, path)  # another program's database is left alone
+                use_wal(connection, path)
                 return fill(connection), connection, None
             except BaseException:
                 connection.close()
@@ -328,7 +335,7 @@ class SqliteSessionRepo:
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
             file = self._open_file(path, session_id)
             try:
-                connection = self._writable(path)
+                connection = self._writable(path, session_id)
             except BaseException:
                 if file is not None:
                     os.close(file)
@@ -403,7 +410,7 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=False):
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
-            connection = self._writable(path)
+            connection = self._writable(path, session_id)
             try:
                 with write_transaction(connection):
                     if _read_metadata(connection, session_id, path) is None:
