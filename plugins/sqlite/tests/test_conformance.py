@@ -3,6 +3,8 @@ both layouts: one shared container and one database file per session."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,22 +20,29 @@ from sessiontree_conformance import (
     StorageSuite,
 )
 
-DELETED_ELSEWHERE = {
-    "test_a_deleted_session_refuses_the_writes_of_a_handle_another_repository_holds": (
-        "issue 37 item 2/9: an append after a delete elsewhere says 'Unknown branch: main' (directory mode: "
-        "it goes into the unlinked file)"
-    ),
-    "test_a_session_deleted_while_another_process_appends_refuses_its_later_appends": (
-        "issue 37 item 2/9: an append after a delete in another process is not refused as deleted"
-    ),
-}
-"""Issue 37's delete cases SQLite still fails (strict xfails: a fix must remove them)."""
+
+def plant_database(path: Path) -> str:
+    """Another program's SQLite database (its own table, the rollback journal) at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT)")
+        connection.execute("INSERT INTO people (name) VALUES ('someone else')")
+        connection.commit()
+    finally:
+        connection.close()
+    return str(path)
 
 
 class SharedFixtures(ConformanceFixtures):
     @pytest.fixture
     def backend_recipe(self, tmp_path: Path) -> BackendRecipe:
         return BackendRecipe("sqlite", {"url": f"sqlite://{tmp_path / 'sessions.sqlite'}"})
+
+    @pytest.fixture
+    def plant_foreign_file(self, tmp_path: Path) -> Callable[[str], str]:
+        """The shared container is another program's database."""
+        return lambda _session_id: plant_database(tmp_path / "sessions.sqlite")
 
     @pytest.fixture
     def backend(self, backend_recipe: BackendRecipe) -> Backend:
@@ -46,6 +55,11 @@ class DirectoryFixtures(ConformanceFixtures):
         return BackendRecipe("sqlite", {"url": f"sqlite://{tmp_path / 'sessions'}/"})
 
     @pytest.fixture
+    def plant_foreign_file(self, tmp_path: Path) -> Callable[[str], str]:
+        """Another program's database under the session's file name."""
+        return lambda session_id: plant_database(tmp_path / "sessions" / f"{session_id}.sqlite")
+
+    @pytest.fixture
     def backend(self, backend_recipe: BackendRecipe) -> Backend:
         return backend_recipe.build()
 
@@ -55,8 +69,7 @@ class TestSqliteSharedStorage(SharedFixtures, StorageSuite): ...
 
 class TestSqliteSharedRepo(
     SharedFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
-):
-    known_divergences = DELETED_ELSEWHERE
+): ...
 
 
 class TestSqliteDirectoryStorage(DirectoryFixtures, StorageSuite): ...
@@ -64,10 +77,4 @@ class TestSqliteDirectoryStorage(DirectoryFixtures, StorageSuite): ...
 
 class TestSqliteDirectoryRepo(
     DirectoryFixtures, SessionRepoSuite, RepoStreamingForkSuite, RepoExtraSuite, RepoRuntimeSuite
-):
-    known_divergences = {
-        **DELETED_ELSEWHERE,
-        "test_an_awkward_session_id_is_stored_faithfully_or_refused_at_create": (
-            "issue 37 item 3: one file per session does not refuse ids that are not one file-name segment"
-        ),
-    }
+): ...

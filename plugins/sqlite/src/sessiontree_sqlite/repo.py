@@ -10,17 +10,25 @@ seqs (as memory and JSONL do); ``close()`` closes every session it opened.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sessiontree import jsjson
 from sessiontree.admission import notify_admitted
-from sessiontree.arguments import check_create_arguments, check_fork_arguments, session_id_of
+from sessiontree.arguments import (
+    check_create_arguments,
+    check_fork_arguments,
+    name_segment_problem,
+    session_id_of,
+)
 from sessiontree.contracts import ForkOptions
 from sessiontree.errors import (
+    InvalidArgumentError,
     SessionExistsError,
     SessionNotFoundError,
     SessionOpenError,
@@ -39,16 +47,26 @@ from .codec import encode_usage_payload
 from .database import Durability, connect, file_uri, rollback, use_wal, write_transaction
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
-from .schema import migrate, migrate_in_transaction
+from .schema import check_session_store, migrate, migrate_in_transaction
 from .storage import TEXT_COLUMNS, SqliteStorage
 
 __all__ = ["Layout", "SqliteSessionRepo"]
 
 Layout = Literal["shared", "directory"]
+_T = TypeVar("_T")
 
 _SIDECARS = ("-wal", "-shm", "-journal")
+_CREATING = ".creating-"
+"""The prefix of a database being created under a temporary name (one file per session); it does not end
+in ``.sqlite``, so ``list`` never reads one, and its session's id stays free until it is linked in place."""
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS})
+MAX_FILE_NAME_BYTES = 255
+"""The longest file name (UTF-8 bytes) on common local file systems: the limit of a session's file name."""
 _FORK_SOURCE = "fork_source"  # the schema name a fork attaches its source database under
 _ROW = "id, created_at, parent_session_id, storage_version, metadata"
+INCARNATION_KEY = "sessiontreeIncarnation"
+"""The ``sessions.metadata`` member holding a token each create draws (not in ``SessionMetadata.extra``):
+a handle open on a session that was deleted and created again elsewhere sees other metadata and is refused."""
 
 
 class SqliteSessionRepo:
@@ -97,6 +115,21 @@ class SqliteSessionRepo:
             return []
         return [os.path.join(self.location, name) for name in names if name.endswith(SESSION_SUFFIX)]
 
+    def _check_chosen_id(self, session_id: str | None, name: str) -> None:
+        """One file per session: refuse a chosen id that is not one file-name segment, or whose file name
+        (:func:`~sessiontree_sqlite.naming.session_file_name`) is too long to make."""
+        if self.layout != "directory" or session_id is None:
+            return
+        problem = name_segment_problem(session_id, MAX_FILE_NAME_BYTES)
+        if problem is None:
+            size = len(session_file_name(session_id).encode("utf-8"))
+            if size > MAX_FILE_NAME_BYTES:
+                problem = f"its file name would be {size} bytes long, more than {MAX_FILE_NAME_BYTES}"
+        if problem:
+            raise InvalidArgumentError(
+                f"{name} {session_id!r} cannot be a session id with one SQLite file per session: {problem}"
+            )
+
     # --- reservations ------------------------------------------------------------------------------
 
     def _assert_open(self) -> None:
@@ -117,10 +150,15 @@ class SqliteSessionRepo:
             with self._lock:
                 self._pending.discard(session_id)
 
-    def _writable(self, path: str) -> sqlite3.Connection:
-        """A writable connection to an existing database, migrated to the latest schema."""
-        connection = connect(path, "existing", self.durability)
+    def _writable(self, path: str, session_id: str) -> sqlite3.Connection:
+        """A writable connection to an existing session store, migrated to the latest schema. A file
+        that is not one is never modified: another program's database raises
+        :class:`~sessiontree.errors.StorageFormatError` naming it, an empty one :class:`SessionNotFoundError`."""
+        connection = connect(path, "existing", self.durability, wal=False)
         try:
+            if not check_session_store(connection, path):
+                raise SessionNotFoundError(f"Unknown session: {session_id} ({path} holds no session store)")
+            use_wal(connection, path)
             migrate(connection, path)
         except sqlite3.Error as error:
             connection.close()
@@ -130,8 +168,12 @@ class SqliteSessionRepo:
             raise
         return connection
 
-    def _publish(self, metadata: SessionMetadata, connection: sqlite3.Connection) -> StorageBackedSession:
-        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now)
+    def _publish(
+        self, metadata: SessionMetadata, connection: sqlite3.Connection, file: int | None
+    ) -> StorageBackedSession:
+        """The open session over ``connection``; ``file`` (one file per session: a descriptor of the
+        database file, opened before the connection) goes to the storage, which closes it."""
+        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now, file=file)
         session_id = metadata.id
         session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(session_id))
         with self._lock:
@@ -163,46 +205,85 @@ class SqliteSessionRepo:
         check_create_arguments(id=session_id, cwd=cwd, parent_session_id=parent_session_id)
         require_utf8_text(session_id, "id", TEXT_COLUMNS)
         require_utf8_text(parent_session_id, "parentSessionId", TEXT_COLUMNS)
+        self._check_chosen_id(session_id, "id")
         created_at = self.now()
         session_id = session_id if session_id is not None else uuidv7(created_at)
         extra: dict[str, JsonValue] = {} if owner is None else {OWNER_KEY: owner.to_json()}
         with self._reserved(session_id, creating=True):
             notify_admitted()
             path = self.path_for(session_id)
-            with self._new_database(path, session_id) as connection:
+
+            def fill(connection: sqlite3.Connection) -> None:
                 with write_transaction(connection, f"Failed to create session {session_id} in {path}"):
                     migrate_in_transaction(connection, path)
                     self._insert_session(connection, session_id, created_at, parent_session_id, extra, 1, 0)
-                use_wal(connection, path)
-                metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
-                return self._publish(metadata, connection)
 
-    @contextlib.contextmanager
-    def _new_database(self, path: str, session_id: str) -> Any:
-        """A writable connection to the database the new session goes in (a new file in the
-        per-session layout: refused when it exists), removed again if the block fails. Its schema is
-        not yet migrated: the block migrates inside the transaction that writes the session, then calls
-        :func:`~sessiontree_sqlite.database.use_wal`. Only a file this call created is left in the rollback
-        journal mode until then: a shared container is put in WAL mode first, since another process's
-        writer may be creating it too (switching after a transaction could then wait on that writer)."""
-        created = False
+            _, connection, file = self._new_database(path, session_id, fill)
+            metadata = _metadata(session_id, created_at, parent_session_id, 1, extra, path)
+            return self._publish(metadata, connection, file)
+
+    def _new_database(
+        self, path: str, session_id: str, fill: Callable[[sqlite3.Connection], _T]
+    ) -> tuple[_T, sqlite3.Connection, int | None]:
+        """Write a new session with ``fill`` (its write transaction, which migrates the schema too), and
+        return what it returned, a writable WAL connection to the session's database and (one file per
+        session) a descriptor of its file for :meth:`_publish`.
+
+        A shared container is opened (or created) and put in WAL mode first, since another process's
+        writer may be creating it too. One file per session is published atomically: the database is
+        written in the rollback-journal mode under a temporary name in the directory, closed, then
+        hard-linked to the session's name (refused when that exists) and switched to WAL there; a crash
+        at any point leaves either no file under the session's name or a complete one."""
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        if self.layout == "directory":
+        if self.layout == "shared":
+            connection = connect(path, "create", self.durability, wal=False)
             try:
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            except FileExistsError:
-                raise SessionExistsError(f"Session already exists: {session_id}") from None
-            created = True
-        connection: sqlite3.Connection | None = None
-        try:
-            connection = connect(path, "create", self.durability, wal=not created)
-            yield connection
-        except BaseException:
-            if connection is not None:
+                check_session_store(connection, path)  # another program's database is left alone
+                use_wal(connection, path)
+                return fill(connection), connection, None
+            except BaseException:
                 connection.close()
-            if created:
-                _remove_database(path)
+                raise
+        if os.path.lexists(path):
+            raise SessionExistsError(f"Session already exists: {session_id}")
+        temporary = os.path.join(os.path.dirname(path), f"{_CREATING}{uuid.uuid4().hex}.tmp")
+        try:
+            connection = connect(temporary, "create", self.durability, wal=False)
+            try:
+                result = fill(connection)
+            finally:
+                connection.close()
+            self._link_in_place(temporary, path, session_id)
+        finally:
+            _remove_database(temporary)
+        file = self._open_file(path, session_id)
+        try:
+            connection = connect(path, "existing", self.durability)
+        except BaseException:
+            if file is not None:
+                os.close(file)
             raise
+        return result, connection, file
+
+    def _link_in_place(self, temporary: str, path: str, session_id: str) -> None:
+        """Give the complete database at ``temporary`` the session's name, never over an existing file
+        (a hard link; a rename after a check where the file system has no hard links)."""
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            raise SessionExistsError(f"Session already exists: {session_id}") from None
+        except OSError as error:
+            if error.errno not in _NO_HARD_LINKS:
+                raise StorageIOError(f"Failed to create session {session_id} in {path}: {error}") from error
+            if os.path.lexists(path):
+                raise SessionExistsError(f"Session already exists: {session_id}") from None
+            os.rename(temporary, path)
+        if self.durability == "fsync":
+            directory = os.open(os.path.dirname(path), os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
 
     def _insert_session(
         self,
@@ -218,6 +299,7 @@ class SqliteSessionRepo:
         exists = connection.execute("SELECT 1 FROM main.sessions WHERE id = ?", (session_id,)).fetchone()
         if exists is not None:
             raise SessionExistsError(f"Session already exists: {session_id}")
+        stored = {**extra, INCARNATION_KEY: uuid.uuid4().hex}
         connection.execute(
             "INSERT INTO main.sessions (id, created_at, parent_session_id, storage_version, metadata,"
             " message_count, usage_payload, next_seq) VALUES (?, ?, ?, 1, ?, ?, ?, ?)",
@@ -225,7 +307,7 @@ class SqliteSessionRepo:
                 session_id,
                 created_at,
                 parent_session_id,
-                jsjson.dumps(extra) if extra else None,
+                jsjson.dumps(stored),
                 message_count,
                 encode_usage_payload(empty_usage()),
                 next_seq,
@@ -251,16 +333,34 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=False):
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
-            connection = self._writable(path)
+            file = self._open_file(path, session_id)
+            try:
+                connection = self._writable(path, session_id)
+            except BaseException:
+                if file is not None:
+                    os.close(file)
+                raise
             try:
                 stored = _read_metadata(connection, session_id, path)
                 if stored is None:
                     raise SessionNotFoundError(f"Unknown session: {session_id}")
                 _check_storage_version(stored)
-                return self._publish(stored, connection)
+                return self._publish(stored, connection, file)
             except BaseException:
                 connection.close()
+                if file is not None:
+                    os.close(file)
                 raise
+
+    def _open_file(self, path: str, session_id: str) -> int | None:
+        """(One file per session) a descriptor of the session's database file, opened before its
+        connection: the storage compares it with the path in every commit (see :meth:`delete`)."""
+        if self.layout != "directory":
+            return None
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise SessionNotFoundError(f"Unknown session: {session_id}") from None
 
     def list(self, **_options: Any) -> list[SessionMetadata]:
         """Every readable session, newest first (then by id); unreadable files are skipped (as pi)."""
@@ -297,7 +397,11 @@ class SqliteSessionRepo:
     # --- delete ----------------------------------------------------------------------------------
 
     def delete(self, metadata: SessionMetadata | str) -> None:
-        """Delete a closed session: its rows (shared container) or its database file."""
+        """Delete a closed session: its rows (shared container) or its database file. Either way it
+        happens inside a write transaction of the database, so a writer in another repository or
+        process either commits before it or sees the session gone (:class:`SessionDeletedError`): the
+        file is unlinked holding the writer lock, and a writer compares its file with the path holding
+        it too."""
         self._assert_open()
         session_id, path = self._stored_path(metadata)
         with self._lock:
@@ -306,7 +410,7 @@ class SqliteSessionRepo:
         with self._reserved(session_id, creating=False):
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
-            connection = self._writable(path)
+            connection = self._writable(path, session_id)
             try:
                 with write_transaction(connection):
                     if _read_metadata(connection, session_id, path) is None:
@@ -315,10 +419,10 @@ class SqliteSessionRepo:
                         for table in _SESSION_TABLES:
                             connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                         connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                    else:
+                        _remove_database(path)  # under the writer lock (closing skips the checkpoint)
             finally:
                 connection.close()
-            if self.layout == "directory":
-                _remove_database(path)
 
     # --- fork ------------------------------------------------------------------------------------
 
@@ -333,18 +437,21 @@ class SqliteSessionRepo:
         if not os.path.isfile(source_path):
             raise SessionNotFoundError(f"Unknown session: {source_id}")
         require_utf8_text(options.id, "id", TEXT_COLUMNS)
+        self._check_chosen_id(options.id, "id")
         created_at = self.now()
         destination_id = options.id if options.id is not None else uuidv7(created_at)
         with self._reserved(destination_id, creating=True):
             path = self.path_for(destination_id)
-            with self._new_database(path, destination_id) as connection:
+
+            def fill(connection: sqlite3.Connection) -> dict[str, JsonValue]:
                 with _source_schema(connection, source_path, path) as schema:
-                    extra = self._fork_into(
+                    return self._fork_into(
                         connection, schema, source_id, source_path, destination_id, created_at, options
                     )
-                use_wal(connection, path)
-                metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
-                return self._publish(metadata, connection)
+
+            extra, connection, file = self._new_database(path, destination_id, fill)
+            metadata = _metadata(destination_id, created_at, source_id, 1, extra, path)
+            return self._publish(metadata, connection, file)
 
     def _fork_into(
         self,
@@ -480,7 +587,7 @@ def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
         decoded = jsjson.loads(stored)
         if type(decoded) is not dict:
             raise StorageValidationError(f"SQLite session {session_id} has metadata that is not a JSON object")
-        extra = decoded
+        extra = {key: value for key, value in decoded.items() if key != INCARNATION_KEY}
     return _metadata(session_id, created_at, parent_session_id, storage_version, extra, path)
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
     "Migration",
+    "check_session_store",
     "migrate",
     "migrate_in_transaction",
     "pi_schema_statements",
@@ -103,6 +104,32 @@ def _apply(connection: sqlite3.Connection, version: int) -> str:
     for statement in migration.statements():
         connection.execute(statement)
     return migration.name
+
+
+_STORE_TABLES = ("sessions", "entries")
+_SESSION_COLUMNS = frozenset({"id", "created_at", "storage_version", "metadata", "next_seq", "usage_payload"})
+
+
+def check_session_store(connection: sqlite3.Connection, path: str) -> bool:
+    """Whether the database is empty (``False``: no schema object at all, a new file) or a session store
+    (``True``: pi's or sessiontree's ``sessions`` and ``entries`` tables); anything else is another
+    program's database, refused with :class:`StorageFormatError` naming the file. Only reads: call it
+    before anything that writes (a migration, the switch to WAL), so such a file is never modified."""
+    try:
+        names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        objects = connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(sessions)")}
+    except sqlite3.DatabaseError as error:
+        raise StorageFormatError(f"{path} is not a SQLite session store: {error}", path=path) from error
+    if objects == 0:
+        return False
+    if not all(table in names for table in _STORE_TABLES) or not _SESSION_COLUMNS <= columns:
+        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        raise StorageFormatError(
+            f"SQLite database {path} is not a session store (its tables: {shown or 'none'}); it is left as it is",
+            path=path,
+        )
+    return True
 
 
 def migrate(connection: sqlite3.Connection, path: str) -> list[str]:

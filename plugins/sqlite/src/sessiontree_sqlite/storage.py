@@ -10,6 +10,7 @@ of a commit.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence, Set
 from typing import Any
@@ -18,7 +19,7 @@ import msgspec
 
 from sessiontree import jsjson
 from sessiontree.dump import DumpInventory
-from sessiontree.errors import InvalidQueryError, StorageIOError, StorageValidationError
+from sessiontree.errors import InvalidQueryError, SessionDeletedError, StorageIOError, StorageValidationError
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.kit import (
@@ -72,7 +73,7 @@ from .codec import (
 from .database import rollback
 from .sql import add_filter
 
-__all__ = ["SqlReader", "SqliteStorage", "slot_key"]
+__all__ = ["SqlReader", "SqliteStorage", "deleted_error", "slot_key"]
 
 _CHUNK = 500  # ids per IN (...) query, well under SQLite's variable limit
 
@@ -99,18 +100,29 @@ _SCAN_ENTRY_COLUMNS = _entry_prefixed(ENTRY_COLUMNS)
 _SCAN_STRUCTURE_COLUMNS = _entry_prefixed(STRUCTURE_COLUMNS)
 
 
+def deleted_error(session_id: str, path: str) -> SessionDeletedError:
+    """The refusal of a write (or a latest read) through a handle whose session was deleted elsewhere."""
+    return SessionDeletedError(
+        f"Session was deleted: {session_id} (by another repository or process, from {path}); nothing was written"
+    )
+
+
 class SqlReader:
     """What the commit validator reads (:class:`sessiontree.kit.CommitReader`), as SQL on the
-    connection of a running transaction. Also reads the session row: stats and the seq allocator."""
+    connection of a running transaction. Also reads the session row: stats and the seq allocator.
 
-    def __init__(self, connection: sqlite3.Connection, session_id: str) -> None:
+    ``incarnation`` is the session row's ``metadata`` text as the handle opened it (it holds a token
+    each create draws): a missing row, or one with other metadata (the id deleted and created again),
+    raises :class:`SessionDeletedError`."""
+
+    def __init__(self, connection: sqlite3.Connection, session_id: str, incarnation: str | None, path: str) -> None:
         self.connection = connection
         self.session_id = session_id
         row = connection.execute(
-            "SELECT next_seq, message_count, usage_payload FROM sessions WHERE id = ?", (session_id,)
+            "SELECT next_seq, message_count, usage_payload, metadata FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
-        if row is None:
-            raise StorageValidationError(f"Unknown SQLite session: {session_id}")
+        if row is None or row[3] != incarnation:
+            raise deleted_error(session_id, path)
         self.next_seq: int = row[0]
         self.message_count: int = row[1]
         self.usage_payload: str = row[2]
@@ -253,6 +265,9 @@ class SqliteStorage(QueuedStorage):
     :param connection: a writable connection (:func:`sessiontree_sqlite.database.connect`), closed with
         the storage when ``owns_connection``.
     :param now: the clock (Unix ms) commits are timestamped with.
+    :param file: (one file per session) a descriptor of the database file opened before the connection,
+        closed with the storage: every commit checks, holding the writer lock, that the path still names
+        this file (a delete unlinks it under that lock), else raises :class:`SessionDeletedError`.
     """
 
     def __init__(
@@ -263,18 +278,37 @@ class SqliteStorage(QueuedStorage):
         path: str,
         now: Callable[[], int] | None = None,
         owns_connection: bool = True,
+        file: int | None = None,
     ) -> None:
         super().__init__(now=now)
         self.connection = connection
         self.session_id = session_id
         self.path = path
         self._owns_connection = owns_connection
+        self._file = file
+        row = connection.execute("SELECT metadata FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        self._incarnation: str | None = None if row is None else row[0]
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
         self._entries = EntryCache()
         self._paths = PathCache()
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
+
+    # --- the session's identity ----------------------------------------------------------------
+
+    def _reader(self) -> SqlReader:
+        """The session row's reader (holding ``_lock``), after checking that neither the file (one
+        file per session) nor the row was deleted since this handle opened it."""
+        if self._file is not None:
+            opened = os.fstat(self._file)
+            try:
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                raise deleted_error(self.session_id, self.path) from None
+            if (opened.st_dev, opened.st_ino) != (current.st_dev, current.st_ino):
+                raise deleted_error(self.session_id, self.path)
+        return SqlReader(self.connection, self.session_id, self._incarnation, self.path)
 
     # --- commits -------------------------------------------------------------------------------
 
@@ -284,14 +318,14 @@ class SqliteStorage(QueuedStorage):
         connection = self.connection
         with self._lock:
             if not writes and expectations is None:
-                reader = SqlReader(connection, self.session_id)
+                reader = self._reader()
                 return CommitResult(first_seq=reader.next_seq, seqs=(), timestamp=timestamp, stats=reader.stats())
             try:
                 connection.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as error:
                 raise StorageIOError(f"Failed to start a commit in {self.path}: {error}") from error
             try:
-                reader = SqlReader(connection, self.session_id)
+                reader = self._reader()
                 prepared = prepare_commit(reader, writes, timestamp, expectations)
                 if prepared.replayed or not prepared.writes:
                     rollback(connection)
@@ -325,13 +359,20 @@ class SqliteStorage(QueuedStorage):
 
         def job() -> int:
             with self._lock:
-                return SqlReader(self.connection, self.session_id).next_seq
+                return self._reader().next_seq
 
         return self._queue.run(job)
 
     def latest_value(self, address: Address) -> StoredValue | None:
-        """The value at ``address`` as every writer left it, ordered like a commit."""
-        return self._queue.run(lambda: self.get_value(address, check=False))
+        """The value at ``address`` as every writer left it, ordered like a commit; a session deleted
+        elsewhere raises :class:`SessionDeletedError` (a write that reads it first is refused)."""
+
+        def job() -> StoredValue | None:
+            with self._lock:
+                self._reader()
+                return SqlReaderLite(self.connection, self.session_id).get_value(address)
+
+        return self._queue.run(job)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -340,6 +381,9 @@ class SqliteStorage(QueuedStorage):
         if self._owns_connection:
             with self._lock:
                 self.connection.close()
+        if self._file is not None:
+            os.close(self._file)
+            self._file = None
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -531,7 +575,7 @@ class SqliteStorage(QueuedStorage):
     def get_stats(self) -> SessionStats:
         self._queue.check_open()
         with self._lock:
-            return SqlReader(self.connection, self.session_id).stats()
+            return self._reader().stats()
 
     def dump_inventory(self) -> DumpInventory:
         """The value namespaces and list addresses with rows (:class:`~sessiontree.contracts.SupportsInventory`)."""
