@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo install clean peers
 
-$(STAMP): requirements-dev.txt core/pyproject.toml plugins/*/pyproject.toml conformance/pyproject.toml
+$(STAMP): requirements-dev.txt core/pyproject.toml plugins/*/pyproject.toml conformance/pyproject.toml service/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt

@@ -15,7 +15,10 @@ from sessiontree.urls import local_path_url
 
 from .servers import SERVER_BACKENDS, reachable, server_url
 
-__all__ = ["BenchBackend", "discover_backends", "select_backends"]
+__all__ = ["REMOTE_BACKENDS", "BenchBackend", "discover_backends", "select_backends"]
+
+REMOTE_BACKENDS = frozenset({"sessiontree"})
+"""Backends that are clients of a session service (``sessiontree+http://``): no store of their own."""
 
 
 @attrs.frozen(kw_only=True)
@@ -113,6 +116,8 @@ def discover_backends(
         factories.add(spec.factory)
         if wanted is not None and spec.name not in wanted:
             continue
+        if spec.name in REMOTE_BACKENDS:
+            continue  # a client of a service: measured through its server (--service), not as a store
         if spec.name in SERVER_BACKENDS and not reachable(spec.name):
             continue  # no server to measure against
         found.append(_registry_backend(registry, spec.name, spec.capabilities.supports_persistence))

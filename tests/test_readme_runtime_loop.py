@@ -76,7 +76,11 @@ def test_the_loop_runs_on_sqlite_and_its_sessions_persist(layout: str, tmp_path:
     session_id = run_loop(url)["session_id"]
     with sessiontree.open_repo(url) as repo:
         with repo.open(session_id) as session:
-            assert [message["role"] for message in session.context("main")] == ["compactionSummary", "assistant", "user"]
+            assert [message["role"] for message in session.context("main")] == [
+                "compactionSummary",
+                "assistant",
+                "user",
+            ]
             assert session.get_value(lane_state("main")) is not None
         (fork,) = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         with repo.open(fork.id) as retry:
@@ -88,7 +92,9 @@ def test_the_loop_runs_on_sqlite_and_its_sessions_persist(layout: str, tmp_path:
 def postgres_url() -> Iterator[str]:
     """A fresh schema on the test server, dropped afterwards."""
     psycopg = pytest.importorskip("psycopg", reason="sessiontree-postgres is not installed")
-    server = os.environ.get("SESSIONTREE_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
+    server = (
+        os.environ.get("SESSIONTREE_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
+    )
     schema = f"sessiontree_test_readme_{uuid.uuid4().hex[:8]}"
     try:
         psycopg.connect(server, connect_timeout=5).close()
@@ -105,7 +111,11 @@ def test_the_loop_runs_on_postgres_and_its_sessions_persist(postgres_url: str) -
     session_id = run_loop(postgres_url)["session_id"]
     with sessiontree.open_repo(postgres_url) as repo:
         with repo.open(session_id) as session:
-            assert [message["role"] for message in session.context("main")] == ["compactionSummary", "assistant", "user"]
+            assert [message["role"] for message in session.context("main")] == [
+                "compactionSummary",
+                "assistant",
+                "user",
+            ]
             assert session.get_value(lane_state("main")) is not None
         forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
         assert len(forks) == 1
@@ -142,3 +152,26 @@ def test_the_loop_fails_loudly_when_a_step_breaks(backend: str, tmp_path: Path, 
     )
     with pytest.raises(AssertionError):
         run_loop("memory://" if backend == "memory" else f"jsonl://{tmp_path}?cwd={tmp_path}")
+
+
+def test_the_loop_runs_through_the_session_service(tmp_path: Path) -> None:
+    """A runtime with no files and no credentials: the loop through ``sessiontree serve`` (a real
+    process) backed by a JSONL repository, which then holds what the runtime wrote."""
+    pytest.importorskip("sessiontree_service", reason="pip install sessiontree-service")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service" / "tests"))
+    from servers import running_service
+
+    root = tmp_path / "sessions"
+    with running_service(f"jsonl://{root}?cwd=/srv/project") as service:
+        session_id = run_loop(service.url(service.token(tenant="acme", user="alice")))["session_id"]
+        with sessiontree.open_repo(service.url(service.token(tenant="acme", user="alice"))) as repo:
+            forks = [metadata for metadata in repo.list() if metadata.parent_session_id == session_id]
+            assert len(forks) == 1
+        with sessiontree.open_repo(service.url(service.token(tenant="acme", user="bob"))) as other:
+            assert other.list() == []
+    with sessiontree.open_repo(f"jsonl://{root}") as repo, repo.open(session_id) as session:
+        roles = [message["role"] for message in session.context("main")]
+        assert roles == ["compactionSummary", "assistant", "user"]
+        assert session.metadata.extra["sessiontreeOwner"] == {"tenant": "acme", "user": "alice"}
