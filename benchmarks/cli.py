@@ -104,6 +104,12 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "LogStore) with fsync counts, and ratios sessiontree / best durable peer",
     )
     parser.add_argument(
+        "--service",
+        action="store_true",
+        help="the runtime loop on PostgreSQL directly and through the session service backed by the same "
+        "database (append p50/p99, resume, fork, requests per operation), plus 8 writer processes",
+    )
+    parser.add_argument(
         "--loop-sizes",
         type=_int_list,
         default=[1_000, 5_000],
@@ -219,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if arguments.report is not None:
         return _reprint(arguments, arguments.report)
+    if arguments.service:
+        return _run_service(arguments)
     try:
         backends = select_backends(discover_backends(names=arguments.backends), arguments.backends)
     except ValueError as exc:
@@ -270,6 +278,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             _progress(arguments.quiet, f"pi jsonl | fresh-process open | {pi_memory[-1]}")
 
     _print(arguments, ours, pi_rows, our_memory, pi_memory, describe_machine(pi_implementation))
+    return 0
+
+
+def _run_service(arguments: argparse.Namespace) -> int:
+    from .servers import reachable
+    from .service import render, run_service_benchmark
+
+    if not reachable("postgres"):
+        print("error: --service needs PostgreSQL: set SESSIONTREE_BENCH_POSTGRES_URL", file=sys.stderr)
+        return 2
+    result = run_service_benchmark(
+        arguments.loop_sizes, arguments.reps, lambda line: _progress(arguments.quiet, line)
+    )
+    print(json.dumps({"service": result}, indent=1) if arguments.json else render(result))
     return 0
 
 

@@ -489,3 +489,21 @@ def test_results_md_is_the_page_the_harness_writes_from_the_saved_runs(
     for path in saved:  # each run says on which machine and when it ran
         machine = json.loads((root / path).read_text(encoding="utf-8"))["machine"]
         assert f"- date: {machine['date']}" in page and f"- uname: {machine['uname']}" in page
+
+
+def test_the_service_scenario_measures_both_paths_and_counts_requests() -> None:
+    """``--service`` runs the loop on PostgreSQL and through a real service process; each figure is
+    measured (positive) and the service's requests per append are counted (at least one each)."""
+    pytest.importorskip("sessiontree_service", reason="pip install sessiontree-service")
+    from benchmarks.servers import reachable
+    from benchmarks.service import render, run_service_benchmark
+
+    if not reachable("postgres"):
+        pytest.skip("no PostgreSQL server: set SESSIONTREE_BENCH_POSTGRES_URL to point at one")
+    result = run_service_benchmark([30], 1, lambda line: None)
+    (row,) = result["loops"]
+    for path in ("direct", "service"):
+        assert row[path]["append_p50_ms"] > 0 and row[path]["resume_ms"] > 0 and row[path]["fork_ms"] > 0
+    assert row["service"]["append_requests"] >= 1 and row["service"]["resume_requests"] >= 1
+    assert result["writers"]["service"]["appends_per_s"] > 0
+    assert "appends/s" in render(result)

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import signal
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import attrs
+from sessiontree_service.process import listening_socket, spawn_service
 from sessiontree_service.tokens import issue_token
-
-SERVE = Path(__file__).with_name("_serve.py")
 
 
 @attrs.define
@@ -53,21 +49,10 @@ class RunningService:
         self.process.wait(30)
 
 
-def listening_socket() -> socket.socket:
-    """A loopback socket already listening: connections queue in it while a service (re)starts."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(512)
-    return sock
-
-
 def spawn(url: str, secret: bytes, sock: socket.socket) -> RunningService:
-    """A service process serving ``url`` on ``sock`` (the caller keeps the socket: a restart reuses it)."""
-    env = {**os.environ, "SESSIONTREE_SECRET": secret.decode()}
-    process = subprocess.Popen(
-        [sys.executable, str(SERVE), url, str(sock.fileno())], pass_fds=(sock.fileno(),), env=env
-    )
+    """A service process serving ``url`` on ``sock`` (the caller keeps the socket: a restart reuses it).
+    Few stores are open at once: the tests use a store per test, and a PostgreSQL store holds a pool."""
+    process = spawn_service(url, secret, sock, max_stores=6)
     return RunningService(f"http://127.0.0.1:{sock.getsockname()[1]}", secret, process, sock)
 
 

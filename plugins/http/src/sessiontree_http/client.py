@@ -7,6 +7,7 @@ repeat with the original result). A request that was never sent (no connection) 
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import httpx
@@ -33,11 +34,14 @@ class ServiceClient:
             headers["authorization"] = f"Bearer {token}"
         self.base_url = base_url
         self.retries = retries
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=16)
+        # No Nagle: a request is written as headers then body, and waiting for the first ACK would add
+        # the peer's delayed-ACK time to every commit.
+        transport = httpx.HTTPTransport(
+            limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        )
         self._http = httpx.Client(
-            base_url=base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            base_url=base_url, headers=headers, timeout=httpx.Timeout(timeout), transport=transport
         )
 
     def request(
