@@ -12,6 +12,7 @@ raises :class:`~sessiontree.errors.SessionMutationError` instead.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar
@@ -453,49 +454,53 @@ class StorageBackedSession(StorageReads):
             raise SessionPendingAssistantMessageError()  # a pending message is never persisted, in a tail neither
         retry = entry_id is not None
         new_id = self.id_generator.next() if entry_id is None else entry_id
+        self._exclusive(functools.partial(self.store_branch_append, name, entry, expected_tip, new_id, retry))
+        return new_id
+
+    def store_branch_append(
+        self, name: str, entry: BranchAppend, expected_tip: str | None | AnyTip, new_id: str, retry: bool
+    ) -> None:
+        """The commit of :meth:`append_to_branch` once its arguments are checked and its id is chosen
+        (``retry``: the caller supplied it), run exclusively. A session whose storage can run a whole
+        branch append itself (a session service) overrides it."""
         tip_address = values.branch_tip(name)
         storage = self._storage
-
-        def append() -> None:
-            stored_entry = storage.get_entries([new_id]).get(new_id) if retry else None
-            if not isinstance(expected_tip, AnyTip):
-                parent: Any = expected_tip
-            elif stored_entry is not None:
-                parent = stored_entry.parent_id  # a retry: the append it repeats
-            else:
-                stored = storage.get_value(tip_address)
-                parent = latest_value(storage, tip_address) if stored is None else stored.value
-            while True:
-                if parent is ABSENT:
-                    raise SessionInvariantError(f"Unknown branch: {name}")
-                new_entry = entry.entry(new_id, parent)
-                # The pending-message check ran before the id was minted, as pi does.
-                try:
-                    writes = [insert_entry(new_entry), set_value(tip_address, new_id)]
-                    if retry:
-                        storage.commit(writes, expect={tip_address: parent}, idempotent=True)
-                    else:
-                        storage.commit(writes, expect={tip_address: parent})
-                    return
-                except EntryIdConflictError:
-                    if stored_entry is not None or not isinstance(expected_tip, AnyTip):
-                        raise
-                    # This storage was behind the one that stored the id; the commit caught it up.
-                    stored_entry = storage.get_entries([new_id]).get(new_id)
-                    if stored_entry is None or stored_entry.parent_id == parent:
-                        raise
-                    parent = stored_entry.parent_id
-                except SessionConflictError as conflict:
-                    if (
-                        not isinstance(expected_tip, AnyTip)
-                        or conflict.address != tip_address
-                        or json_equal(conflict.current, parent)
-                    ):
-                        raise
-                    parent = conflict.current  # the tip another writer moved: extend it instead
-
-        self._exclusive(append)
-        return new_id
+        stored_entry = storage.get_entries([new_id]).get(new_id) if retry else None
+        if not isinstance(expected_tip, AnyTip):
+            parent: Any = expected_tip
+        elif stored_entry is not None:
+            parent = stored_entry.parent_id  # a retry: the append it repeats
+        else:
+            stored = storage.get_value(tip_address)
+            parent = latest_value(storage, tip_address) if stored is None else stored.value
+        while True:
+            if parent is ABSENT:
+                raise SessionInvariantError(f"Unknown branch: {name}")
+            new_entry = entry.entry(new_id, parent)
+            # The pending-message check ran before the id was minted, as pi does.
+            try:
+                writes = [insert_entry(new_entry), set_value(tip_address, new_id)]
+                if retry:
+                    storage.commit(writes, expect={tip_address: parent}, idempotent=True)
+                else:
+                    storage.commit(writes, expect={tip_address: parent})
+                return
+            except EntryIdConflictError:
+                if stored_entry is not None or not isinstance(expected_tip, AnyTip):
+                    raise
+                # This storage was behind the one that stored the id; the commit caught it up.
+                stored_entry = storage.get_entries([new_id]).get(new_id)
+                if stored_entry is None or stored_entry.parent_id == parent:
+                    raise
+                parent = stored_entry.parent_id
+            except SessionConflictError as conflict:
+                if (
+                    not isinstance(expected_tip, AnyTip)
+                    or conflict.address != tip_address
+                    or json_equal(conflict.current, parent)
+                ):
+                    raise
+                parent = conflict.current  # the tip another writer moved: extend it instead
 
     def context(
         self,

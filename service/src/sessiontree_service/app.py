@@ -28,6 +28,7 @@ import attrs
 from sessiontree_http.protocol import (
     INCARNATION_HEADER,
     PROBLEM_JSON,
+    branch_append_from_wire,
     dumps,
     loads,
     not_found_problem,
@@ -244,6 +245,18 @@ class Service:
 
         return _json(self.sessions.run(grant, session_id, job, created_at=created_at))
 
+    def append(self, grant: Grant, session_id: str, body: dict[str, Any], created_at: int | None) -> Any:
+        """A whole branch append, run by the held session (tip, compare-and-set, re-base, tip move)."""
+        entry = branch_append_from_wire(body.get("entry"))
+        options: dict[str, Any] = {"entry_id": body.get("entryId")}
+        if "expectedTip" in body:
+            options["expected_tip"] = body["expectedTip"]
+
+        def job(handle: Any) -> Any:
+            return {"id": handle.append_to_branch(body.get("branch"), entry, **options)}
+
+        return _json(self.sessions.run(grant, session_id, job, created_at=created_at))
+
     def read(
         self, grant: Grant, session_id: str, op: str, body: dict[str, Any], created_at: int | None
     ) -> Any:
@@ -403,6 +416,9 @@ def create_app(
         if method == "POST" and rest == ["commit"]:
             body = _object(await read_body(request), "commit")
             return await run_in_threadpool(service.commit, grant, session_id, body, metrics, created_at)
+        if method == "POST" and rest == ["append"]:
+            body = _object(await read_body(request), "append")
+            return await run_in_threadpool(service.append, grant, session_id, body, created_at)
         if method == "POST" and rest == ["fork"]:
             body = _object(await read_body(request), "fork")
             return await run_in_threadpool(service.fork, grant, session_id, body)

@@ -24,10 +24,13 @@ import msgspec
 from sessiontree import errors as errors_module
 from sessiontree import jsjson
 from sessiontree.model import ABSENT, Address
-from sessiontree.wire import address_from_wire, address_to_wire
+from sessiontree.session_branch import BranchSummaryAppend, CompactionAppend, CustomEntryAppend, MessageAppend
+from sessiontree.wire import address_from_wire, address_to_wire, usage_from_wire, usage_to_wire
 
 __all__ = [
     "API",
+    "branch_append_from_wire",
+    "branch_append_to_wire",
     "INCARNATION_HEADER",
     "PROBLEM_JSON",
     "dumps",
@@ -121,6 +124,49 @@ def query_from_wire(cls: type[msgspec.Struct], obj: Any) -> Any:
             f"Unknown {cls.__name__} field(s): {', '.join(sorted(unknown))}"
         )
     return cls(**{name: untag(value) for name, value in obj.items()})
+
+
+# --- branch appends -----------------------------------------------------------------------------
+
+_APPEND_KINDS = {
+    MessageAppend: "message",
+    CustomEntryAppend: "custom",
+    CompactionAppend: "compaction",
+    BranchSummaryAppend: "branch_summary",
+}
+_APPEND_CLASSES = {kind: cls for cls, kind in _APPEND_KINDS.items()}
+
+
+def branch_append_to_wire(append: Any) -> dict[str, Any]:
+    """A branch append (:mod:`sessiontree.session_branch`) as ``{kind, <camelCase fields>}``."""
+    body: dict[str, Any] = {"kind": _APPEND_KINDS[type(append)]}
+    for name in append.__struct_fields__:
+        value = getattr(append, name)
+        if name == "usage" and value is not ABSENT:
+            value = {"$usage": usage_to_wire(value)}
+        body[_camel(name)] = tag(value)
+    return body
+
+
+def branch_append_from_wire(obj: Any) -> Any:
+    """The inverse of :func:`branch_append_to_wire` (the session's own checks judge the values)."""
+    if not isinstance(obj, dict) or obj.get("kind") not in _APPEND_CLASSES:
+        raise TypeError(f"entry must be a branch append of kind {', '.join(_APPEND_CLASSES)}")
+    cls = _APPEND_CLASSES[obj["kind"]]
+    fields = {}
+    for name in cls.__struct_fields__:
+        key = _camel(name)
+        if key in obj:
+            value = untag(obj[key])
+            if name == "usage" and isinstance(value, dict) and "$usage" in value:
+                value = usage_from_wire(value["$usage"])
+            fields[name] = value
+    return cls(**fields)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -23,12 +23,11 @@ from sessiontree.errors import SessionExistsError, SessionNotFoundError, Session
 from sessiontree.kit import SessionHandle
 from sessiontree.model import SessionMetadata
 from sessiontree.owners import OwnedRepo, Owner
-from sessiontree.session import StorageBackedSession
 from sessiontree.wire import metadata_from_wire
 
 from .client import ServiceClient
 from .protocol import API
-from .storage import HttpStorage, session_path
+from .storage import HttpStorage, RemoteSession, session_path
 
 __all__ = ["HttpSessionRepo"]
 
@@ -62,7 +61,7 @@ class HttpSessionRepo:
                 raise SessionOpenError(f"Session is already open: {metadata.id}")
             storage = HttpStorage(self.client, metadata.id, created_at=metadata.created_at)
             handle = SessionHandle(
-                StorageBackedSession(metadata, storage),
+                RemoteSession(metadata, storage),
                 on_closed=functools.partial(self._closed_handle, metadata.id, storage),
             )
             self._open[metadata.id] = handle

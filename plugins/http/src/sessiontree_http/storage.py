@@ -27,6 +27,8 @@ from sessiontree.model import (
     UsageRow,
 )
 from sessiontree.queries import BranchScan, EntryScan, ListReadOptions, UsageScan
+from sessiontree.session import StorageBackedSession
+from sessiontree.session_branch import AnyTip
 from sessiontree.storable import check_new_writes
 from sessiontree.wire import (
     address_to_wire,
@@ -42,9 +44,9 @@ from sessiontree.wire import (
 from sessiontree.writes import EntryWrite, ListAppend, ListDelete, UsageWrite, ValueDelete, ValueSet, Write
 
 from .client import ServiceClient
-from .protocol import API, INCARNATION_HEADER, query_to_wire, tag
+from .protocol import API, INCARNATION_HEADER, branch_append_to_wire, query_to_wire, tag
 
-__all__ = ["HttpStorage", "session_path"]
+__all__ = ["HttpStorage", "RemoteSession", "session_path"]
 
 _WRITE_TYPES = (EntryWrite, UsageWrite, ValueSet, ValueDelete, ListAppend, ListDelete)
 
@@ -116,6 +118,26 @@ class HttpStorage(QueuedStorage):
             ) from error
         return commit_result_from_wire(answer)
 
+    def append_to_branch(self, name: str, append: Any, expected_tip: Any, entry_id: str) -> None:
+        """One request that runs a whole branch append at the service (the tip read, the commit with
+        its compare-and-set and re-base, the tip move), as ``StorageBackedSession.store_branch_append``
+        does locally. ``entry_id`` is the retry key, so a lost answer is repeated safely."""
+        check_new_writes([EntryWrite(append.entry(entry_id, "parent"))])  # content as every backend checks it
+        body: dict[str, Any] = {"branch": name, "entry": branch_append_to_wire(append), "entryId": entry_id}
+        if not isinstance(expected_tip, AnyTip):
+            body["expectedTip"] = expected_tip
+        try:
+            self.run_ordered(
+                lambda: self._client.request(
+                    "POST", f"{self._path}/append", body, safe=True, headers=self._headers
+                )
+            )
+        except SessionNotFoundError as error:
+            raise SessionDeletedError(
+                f"Session {self.session_id} was deleted while it was open; nothing of this append was "
+                f"stored. Create it again to go on."
+            ) from error
+
     # --- reads ---------------------------------------------------------------------------------
 
     def _read(self, op: str, body: dict[str, Any]) -> Any:
@@ -175,3 +197,11 @@ class HttpStorage(QueuedStorage):
 
     def __repr__(self) -> str:
         return f"HttpStorage({self._client.base_url!r}, {self.session_id!r})"
+
+
+class RemoteSession(StorageBackedSession):
+    """A session of a service: a branch append is one request (:meth:`HttpStorage.append_to_branch`);
+    everything else is the library's own session over :class:`HttpStorage`."""
+
+    def store_branch_append(self, name: str, entry: Any, expected_tip: Any, new_id: str, retry: bool) -> None:
+        self.storage.append_to_branch(name, entry, expected_tip, new_id)  # type: ignore[attr-defined]
