@@ -450,8 +450,10 @@ class StorageBackedSession(StorageReads):
             require_entry_id(entry_id)
         if isinstance(entry, MessageAppend) and is_pending_assistant_message(entry.message):
             raise SessionPendingAssistantMessageError()
-        if isinstance(entry, CompactionAppend) and any(map(is_pending_assistant_message, entry.retained_tail)):
-            raise SessionPendingAssistantMessageError()  # a pending message is never persisted, in a tail neither
+        tail = entry.retained_tail if isinstance(entry, CompactionAppend) else ()
+        if any(map(is_pending_assistant_message, tail)):
+            # A pending message is never persisted, in a retained tail neither.
+            raise SessionPendingAssistantMessageError()
         retry = entry_id is not None
         new_id = self.id_generator.next() if entry_id is None else entry_id
         self._exclusive(functools.partial(self.store_branch_append, name, entry, expected_tip, new_id, retry))
