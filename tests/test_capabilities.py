@@ -77,4 +77,4 @@ def test_backends_lists_each_backends_operations() -> None:
     assert listed["jsonl"]["operations"] == [
         "open_path", "restore", "scan", "check", "minted_ids", "compact", "inventory", "export"
     ]
-    assert listed["memory"]["operations"] == []
+    assert listed["memory"]["operations"] == ["watch"]
