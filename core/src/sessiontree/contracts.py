@@ -562,7 +562,8 @@ class SupportsWatch(Protocol):
         writes (seqs set; an entry's timestamp is the commit's), in seq order.
 
         Every write with a seq above ``after_seq`` is delivered exactly once (a commit straddling
-        ``after_seq`` comes with only its later writes), whichever process committed it. Commits that
+        ``after_seq`` comes with only its later writes), whichever process committed it; once a batch
+        is yielded, the storage's reads include its writes. Commits that
         landed before the call are replayed first from what the storage still holds: a storage that
         keeps only current values (memory, a compacted file) replays entries and usage rows whole but
         only the value and list writes that still decide the state; every commit after the call is

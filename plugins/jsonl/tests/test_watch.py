@@ -100,6 +100,8 @@ def test_two_storages_of_one_file_see_each_others_commits(storage: JsonlStorage)
         assert seqs(batches.get(timeout=WAIT)) == [1]
         result = storage.commit([set_value(value_address("from-the-first"), True)])
         assert seqs(batches.get(timeout=WAIT)) == list(result.seqs)  # woken by the file's change
+        stored = other.get_value(value_address("from-the-first"))  # caught up before delivering
+        assert stored is not None and stored.value is True
     finally:
         other.close()
     assert batches.get(timeout=WAIT) is END

@@ -278,8 +278,8 @@ class StorageWatchSuite(BaseConformanceFixtures):
         self, backend: Backend, backend_recipe: BackendRecipe | None
     ) -> None:
         """A session's storage watched here while a writer process appends to it: each of its appends
-        (the entry and its tip) is delivered once, in order, interleaved with this process's own. Runs
-        when the test class gives a ``backend_recipe``."""
+        (the entry and its tip) is delivered once, in order, interleaved with this process's own, and is
+        in the storage's reads once delivered. Runs when the test class gives a ``backend_recipe``."""
         self.require("supports_concurrent_writers")
         if backend_recipe is None:
             pytest.skip("cross-process case: give the test class a 'backend_recipe' fixture to run it")
@@ -303,6 +303,9 @@ class StorageWatchSuite(BaseConformanceFixtures):
                         assert [type(w) for w in writes] == [EntryWrite, ValueSet], writes
                         assert writes[0].entry.id == entry_id  # type: ignore[attr-defined]
                         assert writes[1].value == entry_id  # type: ignore[attr-defined]
+                        assert list(storage.get_entries([entry_id])) == [entry_id], (
+                            "a delivered write of the other process is not in this storage's reads"
+                        )
                         own = branch.append_message(_message(f"from here {index}"))
                         writes = follower.writes(2)
                         assert writes[0].entry.id == own  # type: ignore[attr-defined]

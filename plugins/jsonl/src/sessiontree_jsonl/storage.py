@@ -37,6 +37,7 @@ from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.errors import (
     SessionDeletedError,
     SessionExistsError,
+    SessionTreeError,
     StorageConflictError,
     StorageFormatError,
     StorageIOError,
@@ -354,7 +355,22 @@ class JsonlStorage(StateStorage):
                 display_path=self._display_path,
                 after_seq=after_seq,
                 timeout=timeout,
+                catch_up_to=self._catch_up_to,
             )
+
+    def _catch_up_to(self, seq: int) -> None:
+        """Catch up with the file unless the state already holds ``seq`` (a watch read it from the file
+        first), ordered like a commit; a closing storage or a file gone is left as it is."""
+        with self.state_lock:
+            if self.state.next_seq > seq:
+                return
+
+        def job() -> None:
+            with self.write_lock() as lock:
+                self.catch_up(lock)
+
+        with contextlib.suppress(SessionTreeError):
+            self.run_ordered(job)
 
     def is_legacy_v3(self) -> bool:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""

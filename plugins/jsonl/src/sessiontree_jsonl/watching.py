@@ -11,6 +11,10 @@ its LF, as a catch-up leaves it): every line is one commit, decoded by the wire 
   directory, which a small thread per watch turns into a wake of the feed. ``watchfiles`` groups the
   events of one append within a few milliseconds (``step``: 10 ms), and stops when the watch ends.
 
+Before a batch another process wrote is delivered, the storage catches up with the file (the catch-up
+its commits run, ordered on its commit queue under the writer lock), so the storage's reads include
+every write a watch has delivered.
+
 A file replaced under its path (compaction, a v3 upgrade) is read again from its header; only writes
 above the last delivered seq are delivered, so nothing comes twice (a compacted file holds only the
 current value and list writes, so a watch that was behind loses the superseded ones). A file system
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sessiontree.fs import FileSystem, LocalFileSystem
 from sessiontree.kit.watch import Batch, CommitFeed, Watch
@@ -49,8 +53,10 @@ class JsonlWatch(Watch):
         display_path: str,
         after_seq: int = 0,
         timeout: float | None = None,
+        catch_up_to: Callable[[int], None] | None = None,
     ) -> None:
         super().__init__(feed, after_seq=after_seq, timeout=timeout)
+        self._catch_up_to = catch_up_to
         self._fs = fs
         self._path = path
         self._display_path = display_path
@@ -93,6 +99,9 @@ class JsonlWatch(Watch):
                 writes = decode_transaction(line)
                 if writes:
                     batches.append(tuple(writes))
+        if batches and self._catch_up_to is not None:
+            newest = max(w.seq for w in batches[-1] if w.seq is not None)  # type: ignore[type-var]
+            self._catch_up_to(newest)
         return batches
 
     def closed_hook(self) -> None:
