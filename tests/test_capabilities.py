@@ -75,6 +75,6 @@ def test_backends_lists_each_backends_operations() -> None:
     assert result.returncode == 0, result.stderr
     listed = {entry["name"]: entry for entry in json.loads(result.stdout)["backends"]}
     assert listed["jsonl"]["operations"] == [
-        "open_path", "restore", "scan", "check", "minted_ids", "compact", "inventory", "export"
+        "open_path", "restore", "scan", "check", "minted_ids", "compact", "inventory", "export", "watch"
     ]
-    assert listed["memory"]["operations"] == []
+    assert listed["memory"]["operations"] == ["watch"]

@@ -85,6 +85,13 @@ RETRY_RETURNS_ORIGINAL = "test_idempotent_retry_returns_the_original_result_and_
 RETRY_USED_ID = "test_a_used_entry_id_with_other_content_is_a_conflict_naming_it"
 RETRY_PARTIAL = "test_a_retry_repeating_part_of_a_commit_is_a_conflict_and_writes_nothing"
 STORAGE_RETRIES = frozenset({RETRY_RETURNS_ORIGINAL, RETRY_USED_ID, RETRY_PARTIAL})
+WATCH_IN_ORDER = "test_every_commit_after_the_watch_starts_is_delivered_once_in_order"
+WATCH_REPLAY = "test_a_watch_from_after_seq_k_replays_what_lies_above_k"
+WATCH_CLOSE = "test_close_ends_a_waiting_watch_and_a_closed_storage_refuses_one"
+WATCH_OTHER_PROCESS = "test_the_commits_of_another_process_are_delivered"
+WATCH_CASES = frozenset({WATCH_IN_ORDER, WATCH_REPLAY, WATCH_CLOSE, WATCH_OTHER_PROCESS})
+WATCH_UNCLAIMED = frozenset({WATCH_OTHER_PROCESS})
+"""A memory storage watches, but claims no concurrent writers: the cross-process watch case is skipped."""
 LOST_ACK_RETRY = "test_a_lost_acknowledgement_retried_from_a_fresh_handle_returns_the_original"
 OWNERS_LIST = "test_owner_views_list_only_their_own_sessions"
 OWNERS_OPEN = "test_another_owners_session_is_not_found_by_id_or_metadata"
@@ -112,16 +119,19 @@ UNCLAIMED_BY_MEMORY = frozenset(
 ) | {FOREIGN_FILE}  # no plant_foreign_file fixture
 """The capability-gated cases of the memory backend's run: it claims neither capability."""
 
-CLEAN = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
-SLEEPY = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY)
+CLEAN = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY | WATCH_UNCLAIMED)
+SLEEPY = Expected(EVERYTHING, skip=UNCLAIMED_BY_MEMORY | WATCH_UNCLAIMED)
 
 # Its validator compares a retry without parents against entries stored with them.
 NO_PARENT_CHECK = Expected(
-    STORAGE, fail=frozenset({S5_PARENTS, STATE_MACHINE, RETRY_RETURNS_ORIGINAL, RETRY_USED_ID})
+    STORAGE,
+    fail=frozenset({S5_PARENTS, STATE_MACHINE, RETRY_RETURNS_ORIGINAL, RETRY_USED_ID}),
+    skip=WATCH_UNCLAIMED,
 )
 NONE_FOR_ABSENT = Expected(
     STORAGE,
     fail=frozenset({S1_MIXED_WRITES, S6_PENDING, S13_CUSTOM_DATA, S16_STRUCTURE, STATE_MACHINE}),
+    skip=WATCH_UNCLAIMED,
 )
 HALF_COMMIT = Expected(
     STORAGE,
@@ -136,6 +146,7 @@ HALF_COMMIT = Expected(
             NEXT_SEQ,  # the refused commit's first half used seqs
         }
     ),
+    skip=WATCH_UNCLAIMED,
 )
 PIECEMEAL_COMMIT = Expected(
     STORAGE,
@@ -152,8 +163,10 @@ PIECEMEAL_COMMIT = Expected(
             NEXT_SEQ_ORDERED,
             # Stored in pieces, a commit is several commits: a retry of it repeats none whole.
             *STORAGE_RETRIES,
+            WATCH_IN_ORDER,  # and a watch delivers the pieces, one batch each
         }
     ),
+    skip=WATCH_UNCLAIMED,
 )
 WRONG_SCAN_ORDER = Expected(
     STORAGE,
@@ -171,12 +184,13 @@ WRONG_SCAN_ORDER = Expected(
             "test_branch_cursor_on_a_row_excludes_it_in_both_orders_and_never_moves_the_stop",
         }
     ),
+    skip=WATCH_UNCLAIMED,
 )
 CLOSED_READS = Expected(
     STORAGE,
     fail=frozenset({S21_CLOSE}),
-    # A decorator of the 11 reads: it does not offer SupportsLatestReads.
-    skip=frozenset({LATEST_VALUE}),
+    # A decorator of the 11 reads: it offers neither SupportsLatestReads nor SupportsWatch.
+    skip=frozenset({LATEST_VALUE}) | WATCH_CASES,
     # The state machine's async mode closes through sessiontree.aio, which refuses reads itself.
     fail_in_sync_only=frozenset({STATE_MACHINE}),
 )
@@ -184,7 +198,8 @@ UNORDERED_COMMITS = Expected(
     STORAGE,
     # S21: the commit it reported admitted never joined the queue close drains, so it is lost.
     fail=frozenset({S20_SERIALIZES, S21_CLOSE, NEXT_SEQ_ORDERED}),
-    skip=frozenset({LATEST_VALUE}),  # a decorator of the 11 reads: it does not offer SupportsLatestReads
+    # A decorator of the 11 reads: it offers neither SupportsLatestReads nor SupportsWatch.
+    skip=frozenset({LATEST_VALUE}) | WATCH_CASES,
 )
 FORGETFUL_FORK = Expected(
     REPO,
@@ -213,11 +228,11 @@ OVERCLAIMS = Expected(
 )
 DENIES_REOPEN = Expected(REPO_EXTRAS, fail=frozenset({REQUIRED_CAPABILITIES}), skip=UNCLAIMED_BY_MEMORY)
 # Its commit that should have conflicted lands and moves the next seq.
-EXPECTATION_BLIND = Expected(STORAGE, fail=frozenset({PRECONDITIONS, NEXT_SEQ}))
-RETRY_BLIND = Expected(STORAGE, fail=STORAGE_RETRIES)
-DECLARES_NO_RETRIES = Expected(STORAGE, skip=STORAGE_RETRIES)
+EXPECTATION_BLIND = Expected(STORAGE, fail=frozenset({PRECONDITIONS, NEXT_SEQ}), skip=WATCH_UNCLAIMED)
+RETRY_BLIND = Expected(STORAGE, fail=STORAGE_RETRIES, skip=WATCH_UNCLAIMED)
+DECLARES_NO_RETRIES = Expected(STORAGE, skip=STORAGE_RETRIES | WATCH_UNCLAIMED)
 """The retry-blind storage again, declaring it: its retry cases are skipped (named), not failed."""
-TRUSTING_RETRY = Expected(STORAGE, fail=frozenset({RETRY_USED_ID, RETRY_PARTIAL}))
+TRUSTING_RETRY = Expected(STORAGE, fail=frozenset({RETRY_USED_ID, RETRY_PARTIAL}), skip=WATCH_UNCLAIMED)
 LEAKY_OWNERS = Expected(
     REPO_EXTRAS, fail=OWNER_CASES - {OWNERS_LIST, OWNERS_SURROGATES}, skip=UNCLAIMED_BY_MEMORY
 )

@@ -60,6 +60,7 @@ from .storage import (
     StorageTransactionsSuite,
     StorageUsageAndStatsSuite,
     StorageValuesSuite,
+    StorageWatchSuite,
 )
 
 __all__ = [
@@ -101,6 +102,7 @@ __all__ = [
     "StorageTransactionsSuite",
     "StorageUsageAndStatsSuite",
     "StorageValuesSuite",
+    "StorageWatchSuite",
 ]
 
 
@@ -112,7 +114,9 @@ class StorageSuite(
     StorageLatestReadsSuite,
     StorageRetrySuite,
     StorageStateMachineSuite,
+    StorageWatchSuite,
 ):
     """Every storage test: pi's 21 cases, the exact-semantics cases, :class:`StorageExtraSuite`,
-    :class:`StorageIdentifierTextSuite`, :class:`StorageLatestReadsSuite`, :class:`StorageRetrySuite` and
-    the reference-model state machine."""
+    :class:`StorageIdentifierTextSuite`, :class:`StorageLatestReadsSuite`, :class:`StorageRetrySuite`,
+    the reference-model state machine and :class:`StorageWatchSuite` (skipped for a storage without
+    ``watch``)."""

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from .admission import admission_observer
 from .errors import SessionClosedError, StorageClosedError
 from .model import ABSENT, Absent, Address, JsonValue
-from .admission import admission_observer
 
 __all__ = [
     "AsyncBranch",
@@ -29,6 +29,7 @@ __all__ = [
     "AsyncSession",
     "AsyncSessionRepo",
     "AsyncStorage",
+    "AsyncWatch",
     "open_repo",
     "wrap",
 ]
@@ -171,6 +172,18 @@ class AsyncStorage:
     def get_stats(self) -> Awaitable[Any]:
         return self._reader("get_stats")
 
+    def watch(self, *, after_seq: int = 0, timeout: float | None = None) -> AsyncWatch:
+        """``async for batch in storage.watch(...)``: the storage's
+        :meth:`~sessiontree.contracts.SupportsWatch.watch` (same batches, same end), started now (a
+        commit made after this returns is delivered); each wait runs on a worker thread. A storage
+        without the capability raises :class:`TypeError`."""
+        if self._close_task is not None:
+            raise self._closed_error()
+        watch = getattr(self.sync, "watch", None)
+        if watch is None:
+            raise TypeError(f"{type(self.sync).__name__} does not support watch (SupportsWatch)")
+        return AsyncWatch(watch(after_seq=after_seq, timeout=timeout))
+
     def close(self) -> Awaitable[None]:
         """Refuse new calls now; close once the commits admitted before have landed. Idempotent."""
         if self._close_task is None:
@@ -182,6 +195,53 @@ class AsyncStorage:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class _WatchEnded(Exception):
+    """A watch's ``StopIteration``, carried out of its worker thread (which cannot raise it into a future)."""
+
+
+class AsyncWatch:
+    """An async iterator over a blocking watch: each ``__anext__`` waits on a worker thread.
+
+    Cancelling a waiting ``__anext__`` (or :meth:`aclose`, or leaving ``async with``) closes the
+    watch, which wakes the worker."""
+
+    def __init__(self, watch: Any) -> None:
+        self.sync = watch
+
+    def _step(self) -> Any:
+        try:
+            return next(self.sync)
+        except StopIteration:
+            raise _WatchEnded from None
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await _read(self._step)
+        except _WatchEnded:
+            raise StopAsyncIteration from None
+        except asyncio.CancelledError:
+            self._close_sync()
+            raise
+
+    def _close_sync(self) -> None:
+        close = getattr(self.sync, "close", None)
+        if close is not None:
+            close()
+
+    async def aclose(self) -> None:
+        """End the watch. Idempotent."""
+        self._close_sync()
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class _AsyncSessionReads:

@@ -7,7 +7,7 @@ Session layer is core's :class:`sessiontree.session.StorageBackedSession`, share
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, Union, runtime_checkable
 
 import attrs
@@ -61,6 +61,7 @@ __all__ = [
     "SupportsOpenPath",
     "SupportsRestore",
     "SupportsScan",
+    "SupportsWatch",
     "TreeFork",
     "capabilities_of",
 ]
@@ -552,6 +553,30 @@ class SupportsExport(Protocol):
 
 
 @runtime_checkable
+class SupportsWatch(Protocol):
+    """A storage that reports its commits as they land, including those of other processes (a console
+    following a session, ``sessiontree events --follow``)."""
+
+    def watch(self, *, after_seq: int = 0, timeout: float | None = None) -> Iterator[tuple[Write, ...]]:
+        """The commits above ``after_seq``, as they land: one item per commit, the tuple of its committed
+        writes (seqs set; an entry's timestamp is the commit's), in seq order.
+
+        Every write with a seq above ``after_seq`` is delivered exactly once (a commit straddling
+        ``after_seq`` comes with only its later writes), whichever process committed it; once a batch
+        is yielded, the storage's reads include its writes. Commits that
+        landed before the call are replayed first from what the storage still holds: a storage that
+        keeps only current values (memory, a compacted file) replays entries and usage rows whole but
+        only the value and list writes that still decide the state; every commit after the call is
+        delivered whole. The watch starts at the call (a commit after it returns is seen), waits
+        without polling, and ends (the iterator stops) when the storage closes, after delivering what
+        was committed before the close; after ``timeout`` seconds without a commit (``None``: never);
+        or when its ``close()`` is called, from any thread. A closed storage raises
+        :class:`~sessiontree.errors.StorageClosedError` at the call.
+        """
+        ...
+
+
+@runtime_checkable
 class DescribesComponents(Protocol):
     """A backend class that names the classes of what it opens (its repository and storage), so a
     listing can tell which optional capabilities they offer without opening anything."""
@@ -571,6 +596,7 @@ _CAPABILITIES: tuple[tuple[str, type], ...] = (
     ("compact", SupportsCompact),
     ("inventory", SupportsInventory),
     ("export", SupportsExport),
+    ("watch", SupportsWatch),
 )
 
 

@@ -19,6 +19,7 @@ from .serialization import StorageSerializationSuite
 from .transactions import StorageTransactionsSuite
 from .usage_and_stats import StorageUsageAndStatsSuite, StorageUsageSemanticsSuite
 from .values import StorageValueSemanticsSuite, StorageValuesSuite
+from .watching import StorageWatchSuite
 
 __all__ = [
     "PI_STORAGE_GROUPS",
@@ -42,6 +43,7 @@ __all__ = [
     "StorageUsageSemanticsSuite",
     "StorageValueSemanticsSuite",
     "StorageValuesSuite",
+    "StorageWatchSuite",
 ]
 
 PI_STORAGE_GROUPS: dict[str, type] = {

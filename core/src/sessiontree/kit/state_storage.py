@@ -14,6 +14,11 @@ it fills in):
    :meth:`StateStorage.apply` with reads held off.
 
 Reads answer from the latest applied commit and never see half of one.
+
+Every applied commit is published to the storage's :class:`~sessiontree.kit.watch.CommitFeed` (with
+reads still held off) once something watches it (:meth:`StateStorage.commit_feed`); close closes the
+feed. A storage nobody watches has no feed and pays one attribute read per commit. Offering
+:class:`~sessiontree.contracts.SupportsWatch` is still the subclass's choice (it defines ``watch``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from ..queries import BranchScan, EntryScan, ListReadOptions, UsageScan
 from ..writes import Write
 from .queued_storage import QueuedStorage, wall_clock_ms
 from .validation import PreparedCommit
+from .watch import CommitFeed
 
 __all__ = ["StateStorage", "wall_clock_ms"]
 
@@ -64,6 +70,8 @@ class StateStorage(QueuedStorage):
     _no_other_writers = True
     _memory_only = True
     _encodes = False
+    _feed: CommitFeed | None = None  # made by the first watch (commit_feed)
+    _feed_closed = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -167,10 +175,48 @@ class StateStorage(QueuedStorage):
             return self.empty_result(timestamp)
         if type(self)._memory_only:
             with self._queue.state_lock:
-                return self._state.apply(prepared)
+                result = self._state.apply(prepared)
+                if self._feed is not None:
+                    self._feed.publish(prepared.writes)
+                return result
         persisted = self.persist(lock, prepared)
         with self._queue.state_lock:
-            return self.apply(prepared, persisted)
+            result = self.apply(prepared, persisted)
+            if self._feed is not None:
+                self._feed.publish(prepared.writes)
+            return result
+
+    # --- watching ------------------------------------------------------------------------------
+
+    def commit_feed(self, *, keep_writes: bool) -> CommitFeed:
+        """The storage's :class:`~sessiontree.kit.watch.CommitFeed`, made on first use; call it holding
+        :attr:`state_lock` so no commit lands between it and what the caller reads of the state.
+        Raises :class:`~sessiontree.errors.StorageClosedError` once the storage is closing."""
+        if self._feed_closed:
+            raise self._queue.closed_error()
+        self._queue.check_open()
+        feed = self._feed
+        if feed is None:
+            feed = self._feed = CommitFeed(keep_writes=keep_writes)
+        return feed
+
+    def publish_commit(self, writes: tuple[Write, ...]) -> None:
+        """Tell the watches about a commit a subclass applied outside :meth:`commit_locked` (call it
+        holding :attr:`state_lock`)."""
+        if self._feed is not None:
+            self._feed.publish(writes)
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, release; then end every watch (each delivers
+        what was committed before the close first). Idempotent."""
+        try:
+            super().close()
+        finally:
+            with self._queue.state_lock:
+                self._feed_closed = True
+                feed = self._feed
+            if feed is not None:
+                feed.close()
 
     def empty_result(self, timestamp: int) -> CommitResult:
         """The result of a commit that writes nothing."""

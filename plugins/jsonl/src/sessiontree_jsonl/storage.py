@@ -37,6 +37,7 @@ from sessiontree.engine import PreparedCommit, SessionState
 from sessiontree.errors import (
     SessionDeletedError,
     SessionExistsError,
+    SessionTreeError,
     StorageConflictError,
     StorageFormatError,
     StorageIOError,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from sessiontree.engine.records import Record
 
     from .compaction import CompactionReport
+    from .watching import JsonlWatch
 
 __all__ = ["JsonlStorage", "wall_clock_ms"]
 
@@ -331,6 +333,45 @@ class JsonlStorage(StateStorage):
         """The header's wire fields (:class:`sessiontree.contracts.SupportsExport`)."""
         return dict(self._generation.header.to_wire())
 
+    def watch(self, *, after_seq: int = 0, timeout: float | None = None) -> JsonlWatch:
+        """The commits above ``after_seq`` as they land in the file, from this process or another: one
+        tuple of committed writes per line (:class:`~sessiontree.contracts.SupportsWatch`;
+        :mod:`.watching`). Ends when this storage closes (after the commits made before the close), when
+        the file is deleted, or after ``timeout`` seconds without a commit. A legacy v3 file has no
+        commits to watch until its first write upgrades it (:class:`UnsupportedOperationError`)."""
+        from .watching import JsonlWatch
+
+        with self.state_lock:
+            if self._legacy is not None:
+                raise UnsupportedOperationError(
+                    f"{self._display_path} is a legacy v3 file: commit a non-empty transaction to upgrade it "
+                    "to format 4 before watching it"
+                )
+            feed = self.commit_feed(keep_writes=False)
+            return JsonlWatch(
+                feed,
+                fs=self._fs,
+                path=self._path,
+                display_path=self._display_path,
+                after_seq=after_seq,
+                timeout=timeout,
+                catch_up_to=self._catch_up_to,
+            )
+
+    def _catch_up_to(self, seq: int) -> None:
+        """Catch up with the file unless the state already holds ``seq`` (a watch read it from the file
+        first), ordered like a commit; a closing storage or a file gone is left as it is."""
+        with self.state_lock:
+            if self.state.next_seq > seq:
+                return
+
+        def job() -> None:
+            with self.write_lock() as lock:
+                self.catch_up(lock)
+
+        with contextlib.suppress(SessionTreeError):
+            self.run_ordered(job)
+
     def is_legacy_v3(self) -> bool:
         """True while the file is a v3 file opened read-only (until the first non-empty commit)."""
         return self._legacy is not None
@@ -497,6 +538,7 @@ class JsonlStorage(StateStorage):
             generation.exact_from = body  # every line just written by the exact encoder
             self._leave_legacy()
             stats = self.current_stats()
+            self.publish_commit(prepared.writes)
         return CommitResult(
             first_seq=prepared.first_seq + 1, seqs=prepared.seqs[1:], timestamp=timestamp, stats=stats
         )
