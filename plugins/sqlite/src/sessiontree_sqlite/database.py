@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Literal
 from urllib.parse import quote
 
-from sessiontree.errors import StorageIOError
+from sessiontree.errors import StorageError, StorageFormatError, StorageIOError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -17,6 +17,8 @@ __all__ = [
     "check_durability",
     "connect",
     "file_uri",
+    "is_damage",
+    "storage_error",
     "rollback",
     "use_wal",
     "write_transaction",
@@ -89,6 +91,32 @@ def use_wal(connection: sqlite3.Connection, path: str) -> None:
     mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if mode != "wal":
         raise StorageIOError(f"SQLite database {path} stays in journal mode {mode!r}, expected 'wal'")
+
+
+_DAMAGE_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB (primary codes)
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says the file's bytes are damaged (a corrupt page, not a database, a text
+    column holding bytes that are not UTF-8) rather than that reading or writing them failed."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _DAMAGE_CODES:
+        return True
+    text = str(error)
+    return "malformed" in text or "Could not decode to UTF-8" in text or "file is not a database" in text
+
+
+def storage_error(error: sqlite3.Error, path: str, doing: str) -> StorageError:
+    """The sessiontree error for an :class:`sqlite3.Error` raised while ``doing`` (e.g. ``"Failed to read
+    session x"``) on the database at ``path``: :class:`StorageFormatError` when the file is damaged
+    (saying what to do), else :class:`StorageIOError`."""
+    if is_damage(error):
+        return StorageFormatError(
+            f"{doing}: SQLite database {path} is damaged ({error}); restore it from a backup, or save what is "
+            f"still readable with `sqlite3 {path} .recover` into a new file",
+            path=path,
+        )
+    return StorageIOError(f"{doing}: SQLite database {path}: {error}")
 
 
 def rollback(connection: sqlite3.Connection) -> None:

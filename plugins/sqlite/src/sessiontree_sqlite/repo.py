@@ -44,7 +44,7 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect, file_uri, rollback, use_wal, write_transaction
+from .database import Durability, connect, file_uri, rollback, storage_error, use_wal, write_transaction
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
 from .schema import check_session_store, migrate, migrate_in_transaction
@@ -162,7 +162,7 @@ class SqliteSessionRepo:
             migrate(connection, path)
         except sqlite3.Error as error:
             connection.close()
-            raise StorageIOError(f"Failed to migrate SQLite database {path}: {error}") from error
+            raise storage_error(error, path, f"Failed to open session {session_id}") from error
         except BaseException:
             connection.close()
             raise
@@ -346,10 +346,12 @@ class SqliteSessionRepo:
                     raise SessionNotFoundError(f"Unknown session: {session_id}")
                 _check_storage_version(stored)
                 return self._publish(stored, connection, file)
-            except BaseException:
+            except BaseException as error:
                 connection.close()
                 if file is not None:
                     os.close(file)
+                if isinstance(error, sqlite3.Error):
+                    raise storage_error(error, path, f"Failed to open session {session_id}") from error
                 raise
 
     def _open_file(self, path: str, session_id: str) -> int | None:
@@ -412,7 +414,7 @@ class SqliteSessionRepo:
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
             connection = self._writable(path, session_id)
             try:
-                with write_transaction(connection):
+                with write_transaction(connection, f"Failed to delete session {session_id} from {path}"):
                     if _read_metadata(connection, session_id, path) is None:
                         raise SessionNotFoundError(f"Unknown session: {session_id}")
                     if self.layout == "shared":
