@@ -60,3 +60,38 @@ def test_reads_of_a_damaged_page_raise_a_format_error_naming_the_file(tmp_path: 
             assert str(path) in message and "damaged" in message and "backup" in message, message
             assert raised.value.path == str(path)
             assert isinstance(raised.value.__cause__, sqlite3.DatabaseError)
+
+
+_OTHER_SHAPES = {
+    # sessions without the id column pi and sessiontree select by ("no such column: id" unchecked)
+    "sessions": "CREATE TABLE sessions (session_id TEXT, created_at INTEGER, storage_version INTEGER,"
+    " metadata TEXT, next_seq INTEGER, usage_payload TEXT, message_count INTEGER, parent_session_id TEXT)",
+    "entries": "CREATE TABLE entries (session_id TEXT, body TEXT)",
+    "usage_ledger": "CREATE TABLE usage_ledger (session_id TEXT, total INTEGER)",
+}
+
+
+@pytest.mark.parametrize("table", sorted(_OTHER_SHAPES))
+@pytest.mark.parametrize("layout", ["shared", "directory"])
+def test_a_table_of_another_shape_is_refused_at_open_naming_the_file_and_the_table(
+    tmp_path: Path, layout: str, table: str
+) -> None:
+    location = _location(tmp_path, layout)
+    with SqliteSessionRepo(location, layout=layout) as repo:
+        repo.create(id="a").close()
+        path = Path(repo.path_for("a"))
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute(f"DROP TABLE {table}")
+        connection.execute(_OTHER_SHAPES[table])
+        connection.commit()
+    finally:
+        connection.close()
+    before = path.read_bytes()
+    with SqliteSessionRepo(location, layout=layout) as repo:
+        for attempt in (lambda: repo.open("a"), lambda: repo.delete("a")):
+            with pytest.raises(StorageFormatError, match="not a session store") as refused:
+                attempt()
+            assert str(path) in str(refused.value) and f"{table} (missing: " in str(refused.value)
+            assert refused.value.path == str(path)
+    assert path.read_bytes() == before
