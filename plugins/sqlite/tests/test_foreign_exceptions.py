@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from sessiontree_sqlite import SqliteSessionRepo
 
-from sessiontree.errors import StorageFormatError
+from plugins.sqlite.tests._readonly import read_only_directory
+from sessiontree.contracts import TreeFork
+from sessiontree.errors import InvalidArgumentError, SessionNotFoundError, StorageFormatError, StorageIOError
 
 
 def _location(tmp_path: Path, layout: str) -> Path:
@@ -95,3 +97,34 @@ def test_a_table_of_another_shape_is_refused_at_open_naming_the_file_and_the_tab
             assert str(path) in str(refused.value) and f"{table} (missing: " in str(refused.value)
             assert refused.value.path == str(path)
     assert path.read_bytes() == before
+
+
+def test_a_300_character_id_is_refused_at_create_and_unknown_elsewhere_never_an_os_error(tmp_path: Path) -> None:
+    long_id = "x" * 300
+    with SqliteSessionRepo(tmp_path / "sessions", layout="directory") as repo:
+        repo.create(id="source").close()
+        for attempt in (lambda: repo.create(id=long_id), lambda: repo.fork("source", TreeFork(id=long_id))):
+            with pytest.raises(InvalidArgumentError, match="cannot be a session id") as refused:
+                attempt()
+            assert long_id in str(refused.value)
+        for attempt in (lambda: repo.open(long_id), lambda: repo.delete(long_id)):
+            with pytest.raises(SessionNotFoundError, match=f"Unknown session: {long_id}"):
+                attempt()
+        assert repo.stored_sessions(long_id) == []
+
+
+@pytest.mark.parametrize("below", ["", "new"])
+@pytest.mark.parametrize("layout", ["shared", "directory"])
+def test_create_in_a_read_only_directory_raises_storage_io_error_naming_the_path(
+    tmp_path: Path, layout: str, below: str
+) -> None:
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    location = read_only / below / ("sessions.sqlite" if layout == "shared" else "sessions")
+    with read_only_directory(read_only), SqliteSessionRepo(location, layout=layout) as repo:
+        for chosen in ("a", None):
+            with pytest.raises(StorageIOError, match="Failed to create session") as refused:
+                repo.create(id=chosen)
+            assert str(location) in str(refused.value)
+            assert "read-only" in str(refused.value).lower()
+    assert sorted(p.name for p in read_only.iterdir()) == []

@@ -234,7 +234,18 @@ class SqliteSessionRepo:
         written in the rollback-journal mode under a temporary name in the directory, closed, then
         hard-linked to the session's name (refused when that exists) and switched to WAL there; a crash
         at any point leaves either no file under the session's name or a complete one."""
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        directory = os.path.dirname(path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as error:
+            raise StorageIOError(
+                f"Failed to create session {session_id} in {path}: cannot make its directory: {error}"
+            ) from error
+        if not os.access(directory, os.W_OK):
+            raise StorageIOError(
+                f"Failed to create session {session_id} in {path}: the directory {directory} is not writable "
+                "(read-only): give a writable location"
+            )
         if self.layout == "shared":
             connection = connect(path, "create", self.durability, wal=False)
             try:
@@ -254,8 +265,12 @@ class SqliteSessionRepo:
             finally:
                 connection.close()
             self._link_in_place(temporary, path, session_id)
+        except OSError as error:
+            if isinstance(error, StorageIOError):
+                raise
+            raise StorageIOError(f"Failed to create session {session_id} in {path}: {error}") from error
         finally:
-            _remove_database(temporary)
+            _remove_database(temporary, best_effort=True)
         file = self._open_file(path, session_id)
         try:
             connection = connect(path, "existing", self.durability)
@@ -629,7 +644,14 @@ def _check_storage_version(metadata: SessionMetadata) -> None:
         raise StorageValidationError(f"SQLite session storage version {version} requires migrations")
 
 
-def _remove_database(path: str) -> None:
+def _remove_database(path: str, *, best_effort: bool = False) -> None:
+    """Remove the database at ``path`` and its sidecars; ``best_effort`` (a temporary file, never listed)
+    ignores a failure, else it raises :class:`StorageIOError` naming the file."""
     for suffix in ("", *_SIDECARS):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.remove(path + suffix)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            if not best_effort:
+                raise StorageIOError(f"Failed to remove SQLite database {path + suffix}: {error}") from error
