@@ -18,6 +18,8 @@ __all__ = [
     "connect",
     "file_uri",
     "is_damage",
+    "is_writable",
+    "read_only_error",
     "storage_error",
     "rollback",
     "use_wal",
@@ -39,12 +41,53 @@ def check_durability(durability: object) -> Durability:
     return durability  # type: ignore[return-value]
 
 
-def file_uri(path: str, mode: Literal["rwc", "rw", "ro"]) -> str:
+def file_uri(path: str, mode: Literal["rwc", "rw", "ro"], *, immutable: bool = False) -> str:
     """The ``file:`` URI of ``path`` opened in ``mode`` (for :func:`sqlite3.connect` and ``ATTACH``)."""
     # POSIX keeps a leading "//" (``sqlite:////abs/path``, SQLAlchemy's spelling of an absolute path),
     # which a file: URI would read as a host name.
     absolute = "/" + os.path.abspath(path).lstrip("/")
-    return f"file:{quote(absolute)}?mode={mode}"
+    return f"file:{quote(absolute)}?mode={mode}" + ("&immutable=1" if immutable else "")
+
+
+def is_writable(path: str) -> bool:
+    """Whether the database at ``path`` can be written: its directory (which holds the ``-wal`` and
+    ``-shm`` files) and, when it exists, the file itself."""
+    if not os.access(os.path.dirname(os.path.abspath(path)) or ".", os.W_OK):
+        return False
+    return not os.path.exists(path) or os.access(path, os.W_OK)
+
+
+def read_only_error(path: str, doing: str) -> StorageIOError:
+    """The refusal of a write to a database opened read-only (its file or directory is not writable)."""
+    return StorageIOError(
+        f"{doing}: SQLite database {path} is read-only (its file or directory is not writable, so it was "
+        "opened read-only); nothing was written: make it writable, or copy it to a writable place"
+    )
+
+
+def _connect_read_only(path: str) -> sqlite3.Connection:
+    """``mode=ro``; in a directory that cannot be written, a WAL database without its ``-shm`` file cannot
+    be opened so (SQLite cannot make the file): it is opened ``immutable`` then, as it is on disk."""
+    uri = file_uri(path, "ro")
+    connection = sqlite3.connect(
+        uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    if os.access(os.path.dirname(os.path.abspath(path)) or ".", os.W_OK):
+        return connection
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return connection
+    except sqlite3.OperationalError as error:
+        connection.close()
+        if (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF != 14:  # SQLITE_CANTOPEN
+            raise
+    return sqlite3.connect(
+        file_uri(path, "ro", immutable=True),
+        uri=True,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+    )
 
 
 _URI_MODE: dict[str, Literal["rwc", "rw", "ro"]] = {"create": "rwc", "existing": "rw", "readonly": "ro"}
@@ -64,13 +107,16 @@ def connect(
     (``wal=False`` leaves the journal mode as the file has it: see :func:`use_wal`) and ``synchronous``
     FULL (``fsync``: survives power loss) or NORMAL (``process``: survives a process crash, pi's level)."""
     try:
-        connection = sqlite3.connect(
-            file_uri(path, _URI_MODE[mode]),
-            uri=True,
-            isolation_level=None,
-            check_same_thread=False,
-            timeout=BUSY_TIMEOUT_MS / 1000,  # sqlite3_busy_timeout: no PRAGMA statement per connection
-        )
+        if mode == "readonly":
+            connection = _connect_read_only(path)
+        else:
+            connection = sqlite3.connect(
+                file_uri(path, _URI_MODE[mode]),
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,  # sqlite3_busy_timeout: no PRAGMA statement per connection
+            )
     except sqlite3.Error as error:
         raise StorageIOError(f"Failed to open SQLite database {path}: {error}") from error
     try:

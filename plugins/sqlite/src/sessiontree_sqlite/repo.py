@@ -44,10 +44,20 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect, file_uri, rollback, storage_error, use_wal, write_transaction
+from .database import (
+    Durability,
+    connect,
+    file_uri,
+    is_writable,
+    read_only_error,
+    rollback,
+    storage_error,
+    use_wal,
+    write_transaction,
+)
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
-from .schema import check_session_store, migrate, migrate_in_transaction
+from .schema import check_session_store, check_version, migrate, migrate_in_transaction, schema_version
 from .storage import TEXT_COLUMNS, SqliteStorage
 
 __all__ = ["Layout", "SqliteSessionRepo"]
@@ -154,6 +164,8 @@ class SqliteSessionRepo:
         """A writable connection to an existing session store, migrated to the latest schema. A file
         that is not one is never modified: another program's database raises
         :class:`~sessiontree.errors.StorageFormatError` naming it, an empty one :class:`SessionNotFoundError`."""
+        if not is_writable(path):
+            raise read_only_error(path, f"Failed to write session {session_id}")
         connection = connect(path, "existing", self.durability, wal=False)
         try:
             if not check_session_store(connection, path):
@@ -168,12 +180,30 @@ class SqliteSessionRepo:
             raise
         return connection
 
+    def _read_only(self, path: str, session_id: str) -> sqlite3.Connection:
+        """A read-only connection to an existing session store that cannot be written (its file or
+        directory is not): checked like :meth:`_writable`, never migrated (a newer schema is refused)."""
+        connection = connect(path, "readonly")
+        try:
+            if not check_session_store(connection, path):
+                raise SessionNotFoundError(f"Unknown session: {session_id} ({path} holds no session store)")
+            check_version(schema_version(connection), path)
+        except sqlite3.Error as error:
+            connection.close()
+            raise storage_error(error, path, f"Failed to open session {session_id}") from error
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
     def _publish(
-        self, metadata: SessionMetadata, connection: sqlite3.Connection, file: int | None
+        self, metadata: SessionMetadata, connection: sqlite3.Connection, file: int | None, *, read_only: bool = False
     ) -> StorageBackedSession:
         """The open session over ``connection``; ``file`` (one file per session: a descriptor of the
         database file, opened before the connection) goes to the storage, which closes it."""
-        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now, file=file)
+        storage = SqliteStorage(
+            connection, metadata.id, path=metadata.path or "", now=self.now, file=file, read_only=read_only
+        )
         session_id = metadata.id
         session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(session_id))
         with self._lock:
@@ -244,7 +274,7 @@ class SqliteSessionRepo:
         if not os.access(directory, os.W_OK):
             raise StorageIOError(
                 f"Failed to create session {session_id} in {path}: the directory {directory} is not writable "
-                "(read-only): give a writable location"
+                "(read-only): its sessions can be opened and read, not created; give a writable location"
             )
         if self.layout == "shared":
             connection = connect(path, "create", self.durability, wal=False)
@@ -349,8 +379,9 @@ class SqliteSessionRepo:
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
             file = self._open_file(path, session_id)
+            read_only = not is_writable(path)
             try:
-                connection = self._writable(path, session_id)
+                connection = self._read_only(path, session_id) if read_only else self._writable(path, session_id)
             except BaseException:
                 if file is not None:
                     os.close(file)
@@ -360,7 +391,7 @@ class SqliteSessionRepo:
                 if stored is None:
                     raise SessionNotFoundError(f"Unknown session: {session_id}")
                 _check_storage_version(stored)
-                return self._publish(stored, connection, file)
+                return self._publish(stored, connection, file, read_only=read_only)
             except BaseException as error:
                 connection.close()
                 if file is not None:

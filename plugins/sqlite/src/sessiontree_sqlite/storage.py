@@ -71,7 +71,7 @@ from .codec import (
     encode_usage_payload,
     encode_usage_row,
 )
-from .database import rollback, storage_error
+from .database import read_only_error, rollback, storage_error
 from .sql import add_filter
 
 __all__ = ["SqlReader", "SqliteStorage", "deleted_error", "slot_key"]
@@ -266,6 +266,8 @@ class SqliteStorage(QueuedStorage):
     :param connection: a writable connection (:func:`sessiontree_sqlite.database.connect`), closed with
         the storage when ``owns_connection``.
     :param now: the clock (Unix ms) commits are timestamped with.
+    :param read_only: the connection is read-only (the database's file or directory is not writable):
+        a commit with writes raises :class:`StorageIOError` naming the file.
     :param file: (one file per session) a descriptor of the database file opened before the connection,
         closed with the storage: every commit checks, holding the writer lock, that the path still names
         this file (a delete unlinks it under that lock), else raises :class:`SessionDeletedError`.
@@ -280,8 +282,10 @@ class SqliteStorage(QueuedStorage):
         now: Callable[[], int] | None = None,
         owns_connection: bool = True,
         file: int | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(now=now)
+        self.read_only = read_only
         self.connection = connection
         self.session_id = session_id
         self.path = path
@@ -321,8 +325,10 @@ class SqliteStorage(QueuedStorage):
             if not writes and expectations is None:
                 reader = self._reader()
                 return CommitResult(first_seq=reader.next_seq, seqs=(), timestamp=timestamp, stats=reader.stats())
+            if self.read_only and writes:
+                raise read_only_error(self.path, f"Failed to commit to session {self.session_id}")
             try:
-                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
             except sqlite3.Error as error:
                 raise StorageIOError(f"Failed to start a commit in {self.path}: {error}") from error
             try:
