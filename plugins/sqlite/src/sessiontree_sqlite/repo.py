@@ -9,10 +9,13 @@ seqs (as memory and JSONL do); ``close()`` closes every session it opened.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
@@ -425,17 +428,13 @@ class SqliteSessionRepo:
         except SessionNotFoundError:
             return []
         if not os.path.isfile(path):
+            # An owner view refuses a missing id and another owner's alike: the same work on both paths
+            # (a connection, the session row read and decoded), on a decoy store, so the time taken does
+            # not tell that the id exists (issue 37 item 4).
+            decoy = _decoy_store()
+            _stored_metadata(decoy, _DECOY_ID)
             return []
-        try:
-            connection = connect(path, "readonly")
-        except StorageIOError:
-            return []
-        try:
-            stored = _read_metadata(connection, session_id, path)
-        except sqlite3.Error:
-            return []
-        finally:
-            connection.close()
+        stored = _stored_metadata(path, session_id)
         return [] if stored is None else [stored]
 
     def for_owner(self, owner: Owner) -> OwnedRepo:
@@ -637,6 +636,56 @@ def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
             raise StorageValidationError(f"SQLite session {session_id} has metadata that is not a JSON object")
         extra = {key: value for key, value in decoded.items() if key != INCARNATION_KEY}
     return _metadata(session_id, created_at, parent_session_id, storage_version, extra, path)
+
+
+def _stored_metadata(path: str, session_id: str) -> SessionMetadata | None:
+    """The stored metadata of session ``session_id`` in the database at ``path``, read read-only;
+    ``None`` when it holds none or cannot be read."""
+    try:
+        connection = connect(path, "readonly")
+    except StorageIOError:
+        return None
+    try:
+        return _read_metadata(connection, session_id, path)
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        connection.close()
+
+
+_DECOY_ID = "sessiontree-decoy"
+_decoy_lock = threading.Lock()
+_decoy_path: str | None = None
+
+
+def _decoy_store() -> str:
+    """A session store holding one owned session, made once per process in a private temporary
+    directory: what :meth:`SqliteSessionRepo.stored_sessions` reads instead of a missing file."""
+    global _decoy_path
+    with _decoy_lock:
+        if _decoy_path is not None and os.path.isfile(_decoy_path):
+            return _decoy_path
+        path = os.path.join(tempfile.mkdtemp(prefix="sessiontree-decoy-"), "decoy.sqlite")
+        connection = connect(path, "create", wal=False)
+        try:
+            with write_transaction(connection, f"Failed to create the decoy session store {path}"):
+                migrate_in_transaction(connection, path)
+                owner = Owner("sessiontree-decoy", "sessiontree-decoy").to_json()
+                connection.execute(
+                    "INSERT INTO sessions (id, created_at, parent_session_id, storage_version, metadata,"
+                    " message_count, usage_payload, next_seq) VALUES (?, 0, NULL, 1, ?, 0, ?, 1)",
+                    (
+                        _DECOY_ID,
+                        jsjson.dumps({OWNER_KEY: owner, INCARNATION_KEY: uuid.uuid4().hex}),
+                        encode_usage_payload(empty_usage()),
+                    ),
+                )
+            use_wal(connection, path)
+        finally:
+            connection.close()
+        atexit.register(shutil.rmtree, os.path.dirname(path), ignore_errors=True)
+        _decoy_path = path
+        return path
 
 
 def _read_metadata(
