@@ -9,10 +9,13 @@ seqs (as memory and JSONL do); ``close()`` closes every session it opened.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
@@ -44,10 +47,20 @@ from sessiontree.session import StorageBackedSession
 from sessiontree.usage import empty_usage
 
 from .codec import encode_usage_payload
-from .database import Durability, connect, file_uri, rollback, use_wal, write_transaction
+from .database import (
+    Durability,
+    connect,
+    file_uri,
+    is_writable,
+    read_only_error,
+    rollback,
+    storage_error,
+    use_wal,
+    write_transaction,
+)
 from .fork import copy_fork
 from .naming import SESSION_SUFFIX, session_file_name
-from .schema import check_session_store, migrate, migrate_in_transaction
+from .schema import check_session_store, check_version, migrate, migrate_in_transaction, schema_version
 from .storage import TEXT_COLUMNS, SqliteStorage
 
 __all__ = ["Layout", "SqliteSessionRepo"]
@@ -154,6 +167,8 @@ class SqliteSessionRepo:
         """A writable connection to an existing session store, migrated to the latest schema. A file
         that is not one is never modified: another program's database raises
         :class:`~sessiontree.errors.StorageFormatError` naming it, an empty one :class:`SessionNotFoundError`."""
+        if not is_writable(path):
+            raise read_only_error(path, f"Failed to write session {session_id}")
         connection = connect(path, "existing", self.durability, wal=False)
         try:
             if not check_session_store(connection, path):
@@ -162,18 +177,36 @@ class SqliteSessionRepo:
             migrate(connection, path)
         except sqlite3.Error as error:
             connection.close()
-            raise StorageIOError(f"Failed to migrate SQLite database {path}: {error}") from error
+            raise storage_error(error, path, f"Failed to open session {session_id}") from error
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _read_only(self, path: str, session_id: str) -> sqlite3.Connection:
+        """A read-only connection to an existing session store that cannot be written (its file or
+        directory is not): checked like :meth:`_writable`, never migrated (a newer schema is refused)."""
+        connection = connect(path, "readonly")
+        try:
+            if not check_session_store(connection, path):
+                raise SessionNotFoundError(f"Unknown session: {session_id} ({path} holds no session store)")
+            check_version(schema_version(connection), path)
+        except sqlite3.Error as error:
+            connection.close()
+            raise storage_error(error, path, f"Failed to open session {session_id}") from error
         except BaseException:
             connection.close()
             raise
         return connection
 
     def _publish(
-        self, metadata: SessionMetadata, connection: sqlite3.Connection, file: int | None
+        self, metadata: SessionMetadata, connection: sqlite3.Connection, file: int | None, *, read_only: bool = False
     ) -> StorageBackedSession:
         """The open session over ``connection``; ``file`` (one file per session: a descriptor of the
         database file, opened before the connection) goes to the storage, which closes it."""
-        storage = SqliteStorage(connection, metadata.id, path=metadata.path or "", now=self.now, file=file)
+        storage = SqliteStorage(
+            connection, metadata.id, path=metadata.path or "", now=self.now, file=file, read_only=read_only
+        )
         session_id = metadata.id
         session = StorageBackedSession(metadata, storage, on_close=lambda: self._forget(session_id))
         with self._lock:
@@ -234,7 +267,18 @@ class SqliteSessionRepo:
         written in the rollback-journal mode under a temporary name in the directory, closed, then
         hard-linked to the session's name (refused when that exists) and switched to WAL there; a crash
         at any point leaves either no file under the session's name or a complete one."""
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        directory = os.path.dirname(path)
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as error:
+            raise StorageIOError(
+                f"Failed to create session {session_id} in {path}: cannot make its directory: {error}"
+            ) from error
+        if not os.access(directory, os.W_OK):
+            raise StorageIOError(
+                f"Failed to create session {session_id} in {path}: the directory {directory} is not writable "
+                "(read-only): its sessions can be opened and read, not created; give a writable location"
+            )
         if self.layout == "shared":
             connection = connect(path, "create", self.durability, wal=False)
             try:
@@ -254,8 +298,12 @@ class SqliteSessionRepo:
             finally:
                 connection.close()
             self._link_in_place(temporary, path, session_id)
+        except OSError as error:
+            if isinstance(error, StorageIOError):
+                raise
+            raise StorageIOError(f"Failed to create session {session_id} in {path}: {error}") from error
         finally:
-            _remove_database(temporary)
+            _remove_database(temporary, best_effort=True)
         file = self._open_file(path, session_id)
         try:
             connection = connect(path, "existing", self.durability)
@@ -334,8 +382,9 @@ class SqliteSessionRepo:
             if not os.path.isfile(path):
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
             file = self._open_file(path, session_id)
+            read_only = not is_writable(path)
             try:
-                connection = self._writable(path, session_id)
+                connection = self._read_only(path, session_id) if read_only else self._writable(path, session_id)
             except BaseException:
                 if file is not None:
                     os.close(file)
@@ -345,11 +394,13 @@ class SqliteSessionRepo:
                 if stored is None:
                     raise SessionNotFoundError(f"Unknown session: {session_id}")
                 _check_storage_version(stored)
-                return self._publish(stored, connection, file)
-            except BaseException:
+                return self._publish(stored, connection, file, read_only=read_only)
+            except BaseException as error:
                 connection.close()
                 if file is not None:
                     os.close(file)
+                if isinstance(error, sqlite3.Error):
+                    raise storage_error(error, path, f"Failed to open session {session_id}") from error
                 raise
 
     def _open_file(self, path: str, session_id: str) -> int | None:
@@ -377,17 +428,13 @@ class SqliteSessionRepo:
         except SessionNotFoundError:
             return []
         if not os.path.isfile(path):
+            # An owner view refuses a missing id and another owner's alike: the same work on both paths
+            # (a connection, the session row read and decoded), on a decoy store, so the time taken does
+            # not tell that the id exists (issue 37 item 4).
+            decoy = _decoy_store()
+            _stored_metadata(decoy, _DECOY_ID)
             return []
-        try:
-            connection = connect(path, "readonly")
-        except StorageIOError:
-            return []
-        try:
-            stored = _read_metadata(connection, session_id, path)
-        except sqlite3.Error:
-            return []
-        finally:
-            connection.close()
+        stored = _stored_metadata(path, session_id)
         return [] if stored is None else [stored]
 
     def for_owner(self, owner: Owner) -> OwnedRepo:
@@ -412,7 +459,7 @@ class SqliteSessionRepo:
                 raise SessionNotFoundError(f"Unknown session: {session_id}")
             connection = self._writable(path, session_id)
             try:
-                with write_transaction(connection):
+                with write_transaction(connection, f"Failed to delete session {session_id} from {path}"):
                     if _read_metadata(connection, session_id, path) is None:
                         raise SessionNotFoundError(f"Unknown session: {session_id}")
                     if self.layout == "shared":
@@ -591,6 +638,56 @@ def _metadata_of_row(row: tuple[Any, ...], path: str) -> SessionMetadata:
     return _metadata(session_id, created_at, parent_session_id, storage_version, extra, path)
 
 
+def _stored_metadata(path: str, session_id: str) -> SessionMetadata | None:
+    """The stored metadata of session ``session_id`` in the database at ``path``, read read-only;
+    ``None`` when it holds none or cannot be read."""
+    try:
+        connection = connect(path, "readonly")
+    except StorageIOError:
+        return None
+    try:
+        return _read_metadata(connection, session_id, path)
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        connection.close()
+
+
+_DECOY_ID = "sessiontree-decoy"
+_decoy_lock = threading.Lock()
+_decoy_path: str | None = None
+
+
+def _decoy_store() -> str:
+    """A session store holding one owned session, made once per process in a private temporary
+    directory: what :meth:`SqliteSessionRepo.stored_sessions` reads instead of a missing file."""
+    global _decoy_path
+    with _decoy_lock:
+        if _decoy_path is not None and os.path.isfile(_decoy_path):
+            return _decoy_path
+        path = os.path.join(tempfile.mkdtemp(prefix="sessiontree-decoy-"), "decoy.sqlite")
+        connection = connect(path, "create", wal=False)
+        try:
+            with write_transaction(connection, f"Failed to create the decoy session store {path}"):
+                migrate_in_transaction(connection, path)
+                owner = Owner("sessiontree-decoy", "sessiontree-decoy").to_json()
+                connection.execute(
+                    "INSERT INTO sessions (id, created_at, parent_session_id, storage_version, metadata,"
+                    " message_count, usage_payload, next_seq) VALUES (?, 0, NULL, 1, ?, 0, ?, 1)",
+                    (
+                        _DECOY_ID,
+                        jsjson.dumps({OWNER_KEY: owner, INCARNATION_KEY: uuid.uuid4().hex}),
+                        encode_usage_payload(empty_usage()),
+                    ),
+                )
+            use_wal(connection, path)
+        finally:
+            connection.close()
+        atexit.register(shutil.rmtree, os.path.dirname(path), ignore_errors=True)
+        _decoy_path = path
+        return path
+
+
 def _read_metadata(
     connection: sqlite3.Connection, session_id: str, path: str, schema: str = "main"
 ) -> SessionMetadata | None:
@@ -627,7 +724,14 @@ def _check_storage_version(metadata: SessionMetadata) -> None:
         raise StorageValidationError(f"SQLite session storage version {version} requires migrations")
 
 
-def _remove_database(path: str) -> None:
+def _remove_database(path: str, *, best_effort: bool = False) -> None:
+    """Remove the database at ``path`` and its sidecars; ``best_effort`` (a temporary file, never listed)
+    ignores a failure, else it raises :class:`StorageIOError` naming the file."""
     for suffix in ("", *_SIDECARS):
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.remove(path + suffix)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            if not best_effort:
+                raise StorageIOError(f"Failed to remove SQLite database {path + suffix}: {error}") from error

@@ -14,6 +14,7 @@ Migration bookkeeping is ``user_version`` alone (pi never reads it). The only ob
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Callable
@@ -107,7 +108,41 @@ def _apply(connection: sqlite3.Connection, version: int) -> str:
 
 
 _STORE_TABLES = ("sessions", "entries")
-_SESSION_COLUMNS = frozenset({"id", "created_at", "storage_version", "metadata", "next_seq", "usage_payload"})
+
+
+@functools.cache
+def _table_columns() -> dict[str, frozenset[str]]:
+    """The columns of every table the migrations make (read from a scratch in-memory database)."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        for migration in MIGRATIONS:
+            for statement in migration.statements():
+                connection.execute(statement)
+        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            table: frozenset(row[1] for row in connection.execute(f"PRAGMA table_info({_quoted(table)})"))
+            for table in tables
+        }
+    finally:
+        connection.close()
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _misshapen(connection: sqlite3.Connection, names: set[str]) -> list[str]:
+    """``table (missing: columns)`` for each of our tables in the database that lacks columns we use (a
+    missing table is made by a migration; one of another shape would make every query fail)."""
+    found: list[str] = []
+    for table, expected in _table_columns().items():
+        if table not in names:
+            continue
+        columns = {row[1] for row in connection.execute(f"PRAGMA table_info({_quoted(table)})")}
+        missing = sorted(expected - columns)
+        if missing:
+            found.append(f"{table} (missing: {', '.join(missing)})")
+    return found
 
 
 def check_session_store(connection: sqlite3.Connection, path: str) -> bool:
@@ -118,15 +153,22 @@ def check_session_store(connection: sqlite3.Connection, path: str) -> bool:
     try:
         names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         objects = connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(sessions)")}
+        if objects == 0:
+            return False
+        if not all(table in names for table in _STORE_TABLES):
+            shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+            raise StorageFormatError(
+                f"SQLite database {path} is not a session store (its tables: {shown or 'none'}); "
+                "it is left as it is",
+                path=path,
+            )
+        misshapen = _misshapen(connection, names)
     except sqlite3.DatabaseError as error:
         raise StorageFormatError(f"{path} is not a SQLite session store: {error}", path=path) from error
-    if objects == 0:
-        return False
-    if not all(table in names for table in _STORE_TABLES) or not _SESSION_COLUMNS <= columns:
-        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+    if misshapen:
         raise StorageFormatError(
-            f"SQLite database {path} is not a session store (its tables: {shown or 'none'}); it is left as it is",
+            f"SQLite database {path} is not a session store: tables of another shape, {'; '.join(misshapen)}; "
+            "it is left as it is (open a database sessiontree or pi made, or move this one away)",
             path=path,
         )
     return True

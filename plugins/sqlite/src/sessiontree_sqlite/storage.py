@@ -10,9 +10,10 @@ of a commit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from typing import Any
 
 import msgspec
@@ -70,7 +71,7 @@ from .codec import (
     encode_usage_payload,
     encode_usage_row,
 )
-from .database import rollback
+from .database import read_only_error, rollback, storage_error
 from .sql import add_filter
 
 __all__ = ["SqlReader", "SqliteStorage", "deleted_error", "slot_key"]
@@ -265,6 +266,8 @@ class SqliteStorage(QueuedStorage):
     :param connection: a writable connection (:func:`sessiontree_sqlite.database.connect`), closed with
         the storage when ``owns_connection``.
     :param now: the clock (Unix ms) commits are timestamped with.
+    :param read_only: the connection is read-only (the database's file or directory is not writable):
+        a commit with writes raises :class:`StorageIOError` naming the file.
     :param file: (one file per session) a descriptor of the database file opened before the connection,
         closed with the storage: every commit checks, holding the writer lock, that the path still names
         this file (a delete unlinks it under that lock), else raises :class:`SessionDeletedError`.
@@ -279,8 +282,10 @@ class SqliteStorage(QueuedStorage):
         now: Callable[[], int] | None = None,
         owns_connection: bool = True,
         file: int | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(now=now)
+        self.read_only = read_only
         self.connection = connection
         self.session_id = session_id
         self.path = path
@@ -320,8 +325,10 @@ class SqliteStorage(QueuedStorage):
             if not writes and expectations is None:
                 reader = self._reader()
                 return CommitResult(first_seq=reader.next_seq, seqs=(), timestamp=timestamp, stats=reader.stats())
+            if self.read_only and writes:
+                raise read_only_error(self.path, f"Failed to commit to session {self.session_id}")
             try:
-                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")
             except sqlite3.Error as error:
                 raise StorageIOError(f"Failed to start a commit in {self.path}: {error}") from error
             try:
@@ -340,7 +347,7 @@ class SqliteStorage(QueuedStorage):
                 self._paths.extend(entries)  # a branch append continues the kept path
             except sqlite3.Error as error:
                 rollback(connection)
-                raise StorageIOError(f"Failed to commit to {self.path}: {error}") from error
+                raise storage_error(error, self.path, f"Failed to commit to session {self.session_id}") from error
             except UnicodeEncodeError as error:
                 rollback(connection)
                 refusal = unencodable_identifier(writes, TEXT_COLUMNS)
@@ -358,7 +365,7 @@ class SqliteStorage(QueuedStorage):
         """The seq the next commit gets, after every commit admitted before this call."""
 
         def job() -> int:
-            with self._lock:
+            with self._reading():
                 return self._reader().next_seq
 
         return self._queue.run(job)
@@ -368,7 +375,7 @@ class SqliteStorage(QueuedStorage):
         elsewhere raises :class:`SessionDeletedError` (a write that reads it first is refused)."""
 
         def job() -> StoredValue | None:
-            with self._lock:
+            with self._reading():
                 self._reader()
                 return SqlReaderLite(self.connection, self.session_id).get_value(address)
 
@@ -386,6 +393,16 @@ class SqliteStorage(QueuedStorage):
             self._file = None
 
     # --- reads ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Hold ``_lock`` for a read; an :class:`sqlite3.Error` (a damaged page, a failed read) is raised
+        as the sessiontree error naming the session and the file (:func:`~.database.storage_error`)."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as error:
+                raise storage_error(error, self.path, f"Failed to read session {self.session_id}") from error
 
     def _entry(self, row: tuple[Any, ...]) -> Entry:
         """The entry of an ``ENTRY_COLUMNS`` row, decoded once (:class:`~sessiontree.kit.EntryCache`)."""
@@ -405,14 +422,14 @@ class SqliteStorage(QueuedStorage):
 
     def _rows(self, sql: str, args: Sequence[Any]) -> list[Any]:
         self._queue.check_open()
-        with self._lock:
+        with self._reading():
             return self.connection.execute(sql, args).fetchall()
 
     def get_entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         wanted = list(dict.fromkeys(i for i in ids if type(i) is str and is_utf8_text(i)))
         found: dict[str, Entry] = {}
         self._queue.check_open()
-        with self._lock:
+        with self._reading():
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
                 rows = self.connection.execute(
@@ -426,7 +443,7 @@ class SqliteStorage(QueuedStorage):
     def get_value(self, address: Address, *, check: bool = True) -> StoredValue | None:
         if check:
             self._queue.check_open()
-        with self._lock:
+        with self._reading():
             return SqlReaderLite(self.connection, self.session_id).get_value(address)
 
     def scan_values(self, prefix: Address) -> list[StoredValue]:
@@ -468,7 +485,7 @@ class SqliteStorage(QueuedStorage):
 
     def _scan(self, query: BranchScan, columns: str) -> list[Any]:
         self._queue.check_open()
-        with self._lock:
+        with self._reading():
             chain = start_chain(self.connection, self.session_id, query.start)
             limit = _slice_limit(query.limit)
             if limit == 0:
@@ -574,7 +591,7 @@ class SqliteStorage(QueuedStorage):
 
     def get_stats(self) -> SessionStats:
         self._queue.check_open()
-        with self._lock:
+        with self._reading():
             return self._reader().stats()
 
     def dump_inventory(self) -> DumpInventory:
