@@ -1,6 +1,7 @@
-"""``sessiontree events`` and ``sessiontree show --events`` (issue 34 item 4, without ``--follow``): JSON lines,
-AG-UI lines validated against the ag-ui-protocol models, and the rich terminal rendering, on a real JSONL
-session written in ``tmp_path``; through click's CliRunner and as a subprocess."""
+"""``sessiontree events`` and ``sessiontree show --events`` (issue 34 item 4, without ``--follow``): JSON
+lines, AG-UI lines validated against the ag-ui-protocol models, and the rich terminal rendering, on a real
+JSONL session written in ``tmp_path`` and on the golden files; through click's CliRunner and as a
+subprocess."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import sessiontree
+from sessiontree import jsjson
 from sessiontree.cli import main, script
 from sessiontree.commands.events import branch_events, render_events
+from sessiontree_conformance.golden import pi_fixtures
 
 
 @pytest.fixture
@@ -91,7 +94,7 @@ def _invoke(*args: str) -> str:
 
 
 def _lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
+    return [json.loads(line) for line in text.split("\n") if line]
 
 
 def _assert_paired(events: list[dict]) -> None:
@@ -143,7 +146,11 @@ def test_show_events_prints_the_same_projection(repo: str) -> None:
 def _render(repo: str, branch: str = "main", *, width: int = 100, color: bool = False) -> str:
     out = io.StringIO()
     console = Console(
-        file=out, width=width, force_terminal=True, color_system="standard" if color else None, highlight=False
+        file=out,
+        width=width,
+        force_terminal=True,
+        color_system="standard" if color else None,
+        highlight=False,
     )
     with sessiontree.open_repo(repo) as store, store.open("s1") as session:
         render_events(branch_events(session, branch)[1], console)
@@ -220,3 +227,30 @@ def test_subprocess_pipe_gives_json_lines_and_a_terminal_gives_rich_lines(repo: 
     missing = _run("events", repo, "--session", "zz")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert missing.stderr.startswith("sessiontree events: error: No session zz")
+
+
+GOLDEN = pi_fixtures() / "v4"
+EXPECTED = Path(__file__).parent / "fixtures" / "events"
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason=f"pi fixtures not found at {GOLDEN}")
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.jsonl")), ids=lambda p: p.name)
+def test_every_golden_file_by_path_matches_its_hand_checked_main_branch(path: Path) -> None:
+    """The lines are ``JSON.stringify`` output: NaN is null, numbers as JS writes them."""
+    expected = json.loads(jsjson.dumps(json.loads((EXPECTED / (path.stem + ".events.json")).read_text())))
+    branch = "main" if "main" in expected else next(iter(expected))
+    args = ("events", str(path)) if branch == "main" else ("events", str(path), "--branch", branch)
+    assert _lines(_invoke(*args)) == expected[branch]
+    text = _invoke(*args, "--format", "text").splitlines()
+    assert len(text) == max(1, len(expected[branch]))
+    assert {len(line.split(" ", 2)[0]) for line in text if line.strip()} <= {0, 1, 2, 3, 4, 5}
+
+
+def test_raw_events_name_the_unknown_role() -> None:
+    from sessiontree.commands.events import event_lines
+    from sessiontree.events import project_entries
+    from sessiontree.model import MessageEntry
+
+    entry = MessageEntry(id="e1", parent_id=None, message={"role": "bashExecution"}, seq=1, timestamp=1)
+    (line,) = event_lines(project_entries([entry], "main"))
+    assert line.plain == "    1 e1 raw            message entry, role bashExecution"

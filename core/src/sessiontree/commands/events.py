@@ -154,6 +154,16 @@ def _calls_and_results(events: Sequence[Event]) -> tuple[dict[int, ToolResult], 
     return result_of, call_of
 
 
+def _raw_body(data: Any) -> str:
+    """What a ``raw`` event holds: its entry type (and a message's role), else its JSON."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    if not isinstance(kind, str):
+        return shorten(_compact_json(data), BODY_WIDTH)
+    message = data.get("message")
+    role = message.get("role") if isinstance(message, dict) else None
+    return f"{kind} entry" + (f", role {role}" if isinstance(role, str) else "")
+
+
 def _body(event: Event, result_of: dict[int, ToolResult], call_of: dict[int, ToolCall]) -> Text:
     text = Text()
     if isinstance(event, UserMessage):
@@ -203,14 +213,14 @@ def _body(event: Event, result_of: dict[int, ToolResult], call_of: dict[int, Too
         text.append(event.stop_reason + (f": {shorten(event.error_message, BODY_WIDTH)}"
                                          if event.error_message else ""))
     elif isinstance(event, Raw):
-        kind = event.data.get("type") if isinstance(event.data, dict) else None
-        text.append(f"{kind} entry" if kind else shorten(_compact_json(event.data), BODY_WIDTH))
+        text.append(_raw_body(event.data))
     return text
 
 
 def event_lines(events: Sequence[Event]) -> list[Text]:
     """One rich line per event: seq, short entry id, kind (coloured by role) and body."""
     result_of, call_of = _calls_and_results(events)
+    id_width = max((len(short_id(event.entry_id)) for event in events), default=0)
     lines = []
     for event in events:
         style = STYLES.get(event.type, "white")
@@ -218,7 +228,7 @@ def event_lines(events: Sequence[Event]) -> list[Text]:
             style = "red"
         line = Text()
         line.append(f"{'' if event.seq is None else event.seq:>5} ", style="dim")
-        line.append(f"{short_id(event.entry_id):<9} ", style="dim")
+        line.append(f"{short_id(event.entry_id):<{id_width}} ", style="dim")
         line.append(f"{LABELS.get(event.type, event.type):<{LABEL_WIDTH}} ", style="bold " + style)
         line.append_text(_body(event, result_of, call_of))
         lines.append(line)
