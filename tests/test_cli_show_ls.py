@@ -26,6 +26,7 @@ COMMANDS = (
     "copy",
     "demo",
     "dump",
+    "events",
     "export",
     "import-pi",
     "ls",

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .commands import backends, check, compact, copy, demo, dump, export, ls, show
+from .commands import backends, check, compact, copy, demo, dump, events, export, ls, show
 from .commands.status import OK, USAGE, describe, status_of
 from .errors import PluginError, SessionTreeError
 from .hookspecs import CommandSpec
@@ -40,6 +40,7 @@ _CORE_COMMANDS: tuple[click.Command, ...] = (
     demo.demo,
     dump.dump,
     dump.commit,
+    events.events,
     export.export,
     ls.ls,
     show.show,

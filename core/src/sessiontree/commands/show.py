@@ -15,6 +15,7 @@ from ..contracts import Session
 from ..owners import Owner
 from ..plugins import get_registry
 from ..wire import entry_to_wire, stats_to_wire
+from .events import branch_events, print_events
 from .options import SessionTargetType, command, cwd_option, json_option, owner_options, session_option
 from .output import iso_time, metadata_row, print_json, short_id, shorten, stdout_console
 from .status import UsageError
@@ -211,8 +212,16 @@ def show_session(
     context: bool = False,
     full: bool = False,
     as_json: bool = False,
+    events: bool = False,
 ) -> None:
-    """Print ``session`` as a tree (or, with ``context``, what a model would be sent for a branch)."""
+    """Print ``session`` as a tree (or, with ``context``, what a model would be sent for a branch; with
+    ``events``, a branch's console events, as JSON lines with ``as_json``)."""
+    if events:
+        if context:
+            raise UsageError("--events and --context exclude each other")
+        _name, projected = branch_events(session, branch)
+        print_events(projected, "json" if as_json else "text", console)
+        return
     tree = load_tree(session)
     if context:
         name = _pick_branch(session, tree, branch)
@@ -237,6 +246,7 @@ def show_session(
         "sessiontree show jsonl:///srv/sessions --session my-session",
         "sessiontree show ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl",
         "sessiontree show jsonl:///srv/sessions --session abc --branch main --context",
+        "sessiontree show jsonl:///srv/sessions --session abc --events --json",
     ),
 )
 @click.argument("target", metavar="URL_OR_FILE", type=SessionTargetType())
@@ -245,8 +255,11 @@ def show_session(
 @owner_options()
 @click.option("--branch", metavar="B", help="show only this branch's path (or its context)")
 @click.option("--context", is_flag=True, help="print what a model would be sent for the branch")
+@click.option(
+    "--events", is_flag=True, help="the branch's console events, one per line (as sessiontree events)"
+)
 @click.option("--full", is_flag=True, help="full ids and unshortened context messages")
-@json_option("print the tree (or the context) as JSON")
+@json_option("print the tree (or the context) as JSON; with --events, one JSON event per line")
 def show(
     target: SessionTarget,
     session_id: str | None,
@@ -254,11 +267,20 @@ def show(
     owner: Owner | None,
     branch: str | None,
     context: bool,
+    events: bool,
     full: bool,
     as_json: bool,
 ) -> int:
     """The target is a repository URL or directory (--session may be left out when it holds one session),
     or a session file."""
     with open_session(target, session_id, cwd=cwd, owner=owner) as (session, _backend):
-        show_session(session, stdout_console(), branch=branch, context=context, full=full, as_json=as_json)
+        show_session(
+            session,
+            stdout_console(),
+            branch=branch,
+            context=context,
+            full=full,
+            as_json=as_json,
+            events=events,
+        )
     return 0
