@@ -10,9 +10,9 @@ import time
 
 import httpx
 import pytest
+from sessiontree_service.tokens import verify_token
 
 from sessiontree.owners import Owner
-from sessiontree_service.tokens import verify_token
 
 SECRET = "k" * 40
 
