@@ -77,6 +77,10 @@ async def _facade(url: str, tasks: int, appends: int, own: bool) -> dict[str, fl
     return result
 
 
+_INCARNATIONS: dict[str, int] = {}
+"""The session row's incarnation by session id (the plugin's statements name it)."""
+
+
 def _commit_params(sid: str, state: dict[str, int], tip_seq: int, tip_raw: str) -> dict[str, Any]:
     """``write_commit``'s parameters for one message appended on the tip, as the plugin builds them."""
     parent = json.loads(tip_raw)
@@ -100,7 +104,7 @@ def _commit_params(sid: str, state: dict[str, int], tip_seq: int, tip_raw: str) 
         "w": [[_TIP[0].hex(), _TIP[1].hex(), tip_seq]],
     }  # fmt: skip
     return {
-        "tenant": "", "user": "", "sid": sid, "rows": json.dumps(rows), "expect_seq": seq, "first_seq": seq,
+        "tenant": "", "user": "", "sid": sid, "incarnation": _INCARNATIONS[sid], "rows": json.dumps(rows), "expect_seq": seq, "first_seq": seq,
         "next_seq": seq + 2, "id_count": 1, "last_timestamp": now, "message_count": state["messages"] + 1,
         "usage_total": None,
     }  # fmt: skip
@@ -113,7 +117,9 @@ def _landed(sid: str, state: dict[str, int], written: int) -> None:
 
 
 def _tip_params(sid: str) -> dict[str, Any]:
-    return {"tenant": "", "user": "", "sid": sid, "namespace": _TIP[0], "slot": _TIP[1]}
+    return {
+        "tenant": "", "user": "", "sid": sid, "incarnation": _INCARNATIONS[sid], "namespace": _TIP[0], "slot": _TIP[1]
+    }  # fmt: skip
 
 
 def _async_appender(pool: Any, q: Any, sid: str, state: dict[str, int]) -> Any:
@@ -169,7 +175,12 @@ async def _direct(url: str, tasks: int, appends: int, threads: bool) -> dict[str
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for n in range(tasks):
-            row = conn.execute(q["read_session"], {"tenant": "", "user": "", "sid": f"direct-{n}"}).fetchone()
+            (incarnation,) = conn.execute(
+                f'SELECT incarnation FROM "{schema}".sessions WHERE id = %s', (f"direct-{n}",)
+            ).fetchone()
+            _INCARNATIONS[f"direct-{n}"] = incarnation
+            key = {"tenant": "", "user": "", "sid": f"direct-{n}", "incarnation": incarnation}
+            row = conn.execute(q["read_session"], key).fetchone()
             states.append({"next_seq": row[0], "messages": row[2]})
     sids = [f"direct-{n}" for n in range(tasks)]
     if threads:

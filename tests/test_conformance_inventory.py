@@ -240,6 +240,7 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
         StorageLatestReadsSuite,
         StorageRetrySuite,
         StorageStateMachineSuite,
+        StorageWatchSuite,
     )
     from sessiontree_conformance.storage import SEMANTICS_GROUPS
 
@@ -253,10 +254,12 @@ def test_storage_extras_are_counted_apart_and_are_not_pi_names(
         StorageLatestReadsSuite,
         StorageRetrySuite,
         StorageStateMachineSuite,
+        StorageWatchSuite,
         *SEMANTICS_GROUPS.values(),
     }
     assert set(extra_names) >= semantics
-    # 11 extras, the lone-surrogate identifier case, the 3 next-seq / latest-value cases and the 3
-    # idempotent-retry cases.
-    assert len(extra_names) - len(semantics) == 18, f"storage extras changed: {sorted(extra_names)}"
+    # 11 extras, the lone-surrogate identifier case, the 3 next-seq / latest-value cases, the 3
+    # idempotent-retry cases and the watch cases.
+    watch_cases = sorted(name for name in vars(StorageWatchSuite) if name.startswith("test_"))
+    assert len(extra_names) - len(semantics) == 18 + len(watch_cases), f"storage extras changed: {sorted(extra_names)}"
     assert "test_random_operations_match_the_reference_model" in extra_names
