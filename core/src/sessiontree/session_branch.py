@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
@@ -110,10 +110,20 @@ class CustomEntryAppend(msgspec.Struct, frozen=True, gc=False):
         return CustomEntry(id=entry_id, parent_id=parent_id, custom_type=self.custom_type, data=self.data)
 
 
-class CompactionAppend(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class _SummaryAppend(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """A summary append's fields are its entry's, under the same names: the entry copies them."""
+
+    entry_class: ClassVar[type[Entry]]
+
+    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
+        return self.entry_class(id=entry_id, parent_id=parent_id, **msgspec.structs.asdict(self))
+
+
+class CompactionAppend(_SummaryAppend, frozen=True, gc=False, kw_only=True):
     """What :meth:`StorageBackedSession.append_to_branch` appends: a compaction entry in pi's shape
     (``summary``, ``retainedTail``, ``tokensBefore``, ``fromHook``, optional ``details`` and ``usage``)."""
 
+    entry_class: ClassVar[type[Entry]] = CompactionEntry
     summary: str
     retained_tail: list[JsonValue]
     tokens_before: float
@@ -121,40 +131,18 @@ class CompactionAppend(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     details: JsonValue | Absent = ABSENT
     usage: Usage | Absent = ABSENT
 
-    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
-        return CompactionEntry(
-            id=entry_id,
-            parent_id=parent_id,
-            summary=self.summary,
-            retained_tail=self.retained_tail,
-            tokens_before=self.tokens_before,
-            details=self.details,
-            usage=self.usage,
-            from_hook=self.from_hook,
-        )
 
-
-class BranchSummaryAppend(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class BranchSummaryAppend(_SummaryAppend, frozen=True, gc=False, kw_only=True):
     """What :meth:`StorageBackedSession.append_to_branch` appends: a branch summary in pi's shape
     (``fromId``: the entry the conversation came back from, ``None`` for the root; ``summary``,
     ``fromHook``, optional ``details`` and ``usage``)."""
 
+    entry_class: ClassVar[type[Entry]] = BranchSummaryEntry
     summary: str
     from_id: str | None
     from_hook: bool = False
     details: JsonValue | Absent = ABSENT
     usage: Usage | Absent = ABSENT
-
-    def entry(self, entry_id: str, parent_id: str | None) -> Entry:
-        return BranchSummaryEntry(
-            id=entry_id,
-            parent_id=parent_id,
-            from_id=self.from_id,
-            summary=self.summary,
-            details=self.details,
-            usage=self.usage,
-            from_hook=self.from_hook,
-        )
 
 
 BranchAppend = MessageAppend | CustomEntryAppend | CompactionAppend | BranchSummaryAppend
