@@ -158,7 +158,8 @@ def check_branch_append(name: str, entry: BranchAppend) -> None:
     elif isinstance(entry, CompactionAppend):
         require_str(entry.summary, "summary")
         if not isinstance(entry.retained_tail, list):
-            raise TypeError(f"retained_tail must be a list of messages, not {type(entry.retained_tail).__name__}")
+            shown = type(entry.retained_tail).__name__
+            raise TypeError(f"retained_tail must be a list of messages, not {shown}")
         for message in entry.retained_tail:
             require_message(message)
         require_number(entry.tokens_before, "tokens_before")
