@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from .model import ABSENT, BranchSummaryEntry, CompactionEntry, CustomEntry, MessageEntry
+from .wire.converter import camel
 
 TERMINAL_STOP_REASONS = frozenset({"stop", "length", "error", "aborted"})
 ERROR_STOP_REASONS = frozenset({"error", "aborted"})
@@ -218,16 +219,11 @@ def project_branch(session: Any, branch: str = "main") -> list[Event]:
     return project_entries(session.branch(branch).find_entries(order="oldest_first"), branch)
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def event_to_json(event: Event) -> dict[str, Any]:
     """The wire object of an event: ``type`` first, then its fields in camelCase."""
     out: dict[str, Any] = {"type": event.type}
     for field in attrs.fields(type(event)):
-        out[_camel(field.name)] = getattr(event, field.name)
+        out[camel(field.name)] = getattr(event, field.name)
     return out
 
 
@@ -247,7 +243,7 @@ def event_schema() -> dict[str, Any]:
     for cls, name in _TYPES.items():
         fields = attrs.fields(cls)
         properties = {"type": {"const": name}}
-        properties.update({_camel(f.name): _field_schema(str(f.type)) for f in fields})
+        properties.update({camel(f.name): _field_schema(str(f.type)) for f in fields})
         variants.append({"title": cls.__name__, "type": "object", "properties": properties,
                          "required": list(properties), "additionalProperties": False})
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "sessiontree console event",

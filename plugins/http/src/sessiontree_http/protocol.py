@@ -26,6 +26,7 @@ from sessiontree import jsjson
 from sessiontree.model import ABSENT, Address
 from sessiontree.session_branch import BranchSummaryAppend, CompactionAppend, CustomEntryAppend, MessageAppend
 from sessiontree.wire import address_from_wire, address_to_wire, usage_from_wire, usage_to_wire
+from sessiontree.wire.converter import camel
 
 __all__ = [
     "API",
@@ -144,7 +145,7 @@ def branch_append_to_wire(append: Any) -> dict[str, Any]:
         value = getattr(append, name)
         if name == "usage" and value is not ABSENT:
             value = {"$usage": usage_to_wire(value)}
-        body[_camel(name)] = tag(value)
+        body[camel(name)] = tag(value)
     return body
 
 
@@ -155,18 +156,13 @@ def branch_append_from_wire(obj: Any) -> Any:
     cls = _APPEND_CLASSES[obj["kind"]]
     fields = {}
     for name in cls.__struct_fields__:
-        key = _camel(name)
+        key = camel(name)
         if key in obj:
             value = untag(obj[key])
             if name == "usage" and isinstance(value, dict) and "$usage" in value:
                 value = usage_from_wire(value["$usage"])
             fields[name] = value
     return cls(**fields)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 # --- errors ------------------------------------------------------------------------------------
