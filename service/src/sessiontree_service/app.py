@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import attrs
@@ -67,6 +67,7 @@ from .tokens import Grant, TokenError, verify_token
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
 log = logging.getLogger("sessiontree.service")
+T = TypeVar("T")
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 """Largest request body accepted (bytes); a larger one is answered 413."""
@@ -196,10 +197,8 @@ class Service:
             )
         else:
             raise _Refused(400, "Bad Request", "scope must be 'branch' or 'tree'")
-        view = self.stores.view(grant)
-        # The source is resolved as the asking owner may see it (a held handle of another owner is not).
-        self.sessions.run(grant, session_id, lambda handle: None)
-        handle = view.fork(session_id, options)
+        # The owner's view resolves the source as that owner may see it (another owner's is not found).
+        handle = self.stores.view(grant).fork(session_id, options)
         self.sessions.hold(grant, handle)
         return _json({"metadata": _metadata(handle.metadata)}, 201)
 
@@ -232,20 +231,16 @@ class Service:
                     if hasattr(w, "entry") and isinstance(getattr(w.entry, "id", None), str)
                 ]
                 stored_before = len(storage.get_entries(ids)) if ids else 0
-            try:
-                result = storage.commit(writes, **options)
-            except SessionConflictError:
-                metrics.conflicts.inc()
-                raise
-            if stored_before:
-                metrics.replays.inc()
-            else:
-                metrics.commits.inc()
+            result = _counted(
+                metrics, lambda: storage.commit(writes, **options), replayed=bool(stored_before)
+            )
             return commit_result_to_wire(result)
 
         return _json(self.sessions.run(grant, session_id, job, created_at=created_at))
 
-    def append(self, grant: Grant, session_id: str, body: dict[str, Any], created_at: int | None) -> Any:
+    def append(
+        self, grant: Grant, session_id: str, body: dict[str, Any], metrics: Metrics, created_at: int | None
+    ) -> Any:
         """A whole branch append, run by the held session (tip, compare-and-set, re-base, tip move)."""
         entry = branch_append_from_wire(body.get("entry"))
         options: dict[str, Any] = {"entry_id": body.get("entryId")}
@@ -253,7 +248,9 @@ class Service:
             options["expected_tip"] = body["expectedTip"]
 
         def job(handle: Any) -> Any:
-            return {"id": handle.append_to_branch(body.get("branch"), entry, **options)}
+            return {
+                "id": _counted(metrics, lambda: handle.append_to_branch(body.get("branch"), entry, **options))
+            }
 
         return _json(self.sessions.run(grant, session_id, job, created_at=created_at))
 
@@ -268,6 +265,17 @@ class Service:
                 grant, session_id, lambda handle: reader(handle.storage, body), created_at=created_at
             )
         )
+
+
+def _counted(metrics: Metrics, store: Callable[[], T], *, replayed: bool = False) -> T:
+    """``store()`` (a commit or a branch append), counted as stored, replayed or refused by a conflict."""
+    try:
+        result = store()
+    except SessionConflictError:
+        metrics.conflicts.inc()
+        raise
+    (metrics.replays if replayed else metrics.commits).inc()
+    return result
 
 
 def _get_entries(storage: Any, body: dict[str, Any]) -> Any:
@@ -418,7 +426,7 @@ def create_app(
             return await run_in_threadpool(service.commit, grant, session_id, body, metrics, created_at)
         if method == "POST" and rest == ["append"]:
             body = _object(await read_body(request), "append")
-            return await run_in_threadpool(service.append, grant, session_id, body, created_at)
+            return await run_in_threadpool(service.append, grant, session_id, body, metrics, created_at)
         if method == "POST" and rest == ["fork"]:
             body = _object(await read_body(request), "fork")
             return await run_in_threadpool(service.fork, grant, session_id, body)

@@ -25,7 +25,9 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
-        self.commits = Counter("sessiontree_commits", "Commits stored", registry=self.registry)
+        self.commits = Counter(
+            "sessiontree_commits", "Commits and branch appends stored", registry=self.registry
+        )
         self.conflicts = Counter(
             "sessiontree_conflicts",
             "Commits refused by compare-and-set or an id conflict",
