@@ -31,7 +31,6 @@ from .context import EntryProjector, branch_context
 from .contracts import IdGenerator, Storage
 from .errors import (
     ContextBuildError,
-    EntryIdConflictError,
     SessionBranchExistsError,
     SessionClosedError,
     SessionConflictError,
@@ -40,7 +39,6 @@ from .errors import (
     SessionPendingAssistantMessageError,
     SessionUnknownTargetError,
 )
-from .expectations import json_equal
 from .ids import UuidV7Generator
 from .lanes import lane_writes
 from .model import (
@@ -63,6 +61,7 @@ from .session_branch import (
     StorageBackedBranch,
     check_branch_append,
     check_branch_name,
+    commit_branch_append,
     first_or_none,
     single_limit,
     tip_for_write,
@@ -78,7 +77,7 @@ from .session_mutation import (
     remember_held,
     thread_holdings,
 )
-from .writes import Write, append_list, delete_list, delete_value, insert_entry, set_value
+from .writes import Write, append_list, delete_list, delete_value, set_value
 
 __all__ = [
     "ANY_TIP",
@@ -465,44 +464,7 @@ class StorageBackedSession(StorageReads):
         """The commit of :meth:`append_to_branch` once its arguments are checked and its id is chosen
         (``retry``: the caller supplied it), run exclusively. A session whose storage can run a whole
         branch append itself (a session service) overrides it."""
-        tip_address = values.branch_tip(name)
-        storage = self._storage
-        stored_entry = storage.get_entries([new_id]).get(new_id) if retry else None
-        if not isinstance(expected_tip, AnyTip):
-            parent: Any = expected_tip
-        elif stored_entry is not None:
-            parent = stored_entry.parent_id  # a retry: the append it repeats
-        else:
-            stored = storage.get_value(tip_address)
-            parent = latest_value(storage, tip_address) if stored is None else stored.value
-        while True:
-            if parent is ABSENT:
-                raise SessionInvariantError(f"Unknown branch: {name}")
-            new_entry = entry.entry(new_id, parent)
-            # The pending-message check ran before the id was minted, as pi does.
-            try:
-                writes = [insert_entry(new_entry), set_value(tip_address, new_id)]
-                if retry:
-                    storage.commit(writes, expect={tip_address: parent}, idempotent=True)
-                else:
-                    storage.commit(writes, expect={tip_address: parent})
-                return
-            except EntryIdConflictError:
-                if stored_entry is not None or not isinstance(expected_tip, AnyTip):
-                    raise
-                # This storage was behind the one that stored the id; the commit caught it up.
-                stored_entry = storage.get_entries([new_id]).get(new_id)
-                if stored_entry is None or stored_entry.parent_id == parent:
-                    raise
-                parent = stored_entry.parent_id
-            except SessionConflictError as conflict:
-                if (
-                    not isinstance(expected_tip, AnyTip)
-                    or conflict.address != tip_address
-                    or json_equal(conflict.current, parent)
-                ):
-                    raise
-                parent = conflict.current  # the tip another writer moved: extend it instead
+        commit_branch_append(self._storage, name, entry, expected_tip, new_id, retry)
 
     def context(
         self,

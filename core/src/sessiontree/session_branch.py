@@ -9,10 +9,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 
+from . import values
 from .arguments import require_message, require_number, require_optional_str, require_str
 from .context import EntryProjector
 from .contracts import Storage
-from .errors import SessionInvalidBranchError, SessionInvariantError
+from .errors import (
+    EntryIdConflictError,
+    SessionConflictError,
+    SessionInvalidBranchError,
+    SessionInvariantError,
+)
+from .expectations import json_equal
 from .model import (
     ABSENT,
     Absent,
@@ -27,6 +34,7 @@ from .model import (
 )
 from .queries import BranchQuery
 from .session_mutation import latest_value
+from .writes import insert_entry, set_value
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -180,6 +188,56 @@ def _require_summary_options(entry: CompactionAppend | BranchSummaryAppend) -> N
         raise TypeError(f"from_hook must be a bool, not {type(entry.from_hook).__name__}")
     if entry.usage is not ABSENT and not isinstance(entry.usage, Usage):
         raise TypeError(f"usage must be a sessiontree.model.Usage, not {type(entry.usage).__name__}")
+
+
+def commit_branch_append(
+    storage: Storage,
+    name: str,
+    entry: BranchAppend,
+    expected_tip: str | None | AnyTip,
+    new_id: str,
+    retry: bool,
+) -> None:
+    """Commit ``entry`` under ``new_id`` as the child of branch ``name``'s tip with the tip move: the
+    commit expects the tip it read and, without ``expected_tip``, re-bases onto a tip another writer
+    moved; ``retry`` (the caller chose the id) repeats a stored append instead of writing it again."""
+    tip_address = values.branch_tip(name)
+    stored_entry = storage.get_entries([new_id]).get(new_id) if retry else None
+    if not isinstance(expected_tip, AnyTip):
+        parent: Any = expected_tip
+    elif stored_entry is not None:
+        parent = stored_entry.parent_id  # a retry: the append it repeats
+    else:
+        stored = storage.get_value(tip_address)
+        parent = latest_value(storage, tip_address) if stored is None else stored.value
+    while True:
+        if parent is ABSENT:
+            raise SessionInvariantError(f"Unknown branch: {name}")
+        new_entry = entry.entry(new_id, parent)
+        # The pending-message check ran before the id was minted, as pi does.
+        try:
+            writes = [insert_entry(new_entry), set_value(tip_address, new_id)]
+            if retry:
+                storage.commit(writes, expect={tip_address: parent}, idempotent=True)
+            else:
+                storage.commit(writes, expect={tip_address: parent})
+            return
+        except EntryIdConflictError:
+            if stored_entry is not None or not isinstance(expected_tip, AnyTip):
+                raise
+            # This storage was behind the one that stored the id; the commit caught it up.
+            stored_entry = storage.get_entries([new_id]).get(new_id)
+            if stored_entry is None or stored_entry.parent_id == parent:
+                raise
+            parent = stored_entry.parent_id
+        except SessionConflictError as conflict:
+            if (
+                not isinstance(expected_tip, AnyTip)
+                or conflict.address != tip_address
+                or json_equal(conflict.current, parent)
+            ):
+                raise
+            parent = conflict.current  # the tip another writer moved: extend it instead
 
 
 class StorageBackedBranch:
