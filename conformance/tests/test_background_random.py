@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisDeprecationWarning
 
-from sessiontree_conformance.stateful import backend_threads_may_use_random
+from sessiontree_conformance.stateful_support import backend_threads_may_use_random
 
 
 def _draw_while_another_thread_uses_random(data: Any) -> None:

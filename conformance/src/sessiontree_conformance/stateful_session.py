@@ -37,7 +37,7 @@ from sessiontree.writes import EntryWrite, ValueDelete, ValueSet, Write
 
 from .builders import assistant_message
 from .reference import ReferenceSession
-from .stateful import CONTRACT_ERRORS, error_class
+from .stateful_support import CONTRACT_ERRORS, error_class
 
 __all__ = ["SESSION_STEPS_PER_EXAMPLE", "SessionStateMachine"]
 
@@ -63,7 +63,7 @@ SESSION_ERRORS: tuple[type[BaseException], ...] = (
     SessionMutationError,
     *CONTRACT_ERRORS,
 )
-"""Most specific first, as :func:`~sessiontree_conformance.stateful.error_class` expects."""
+"""Most specific first, as :func:`~sessiontree_conformance.stateful_support.error_class` expects."""
 
 
 def _message(data: st.DataObject) -> Any:
