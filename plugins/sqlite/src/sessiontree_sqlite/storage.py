@@ -13,14 +13,21 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence, Set
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from sessiontree import jsjson
 from sessiontree.dump import DumpInventory
-from sessiontree.errors import InvalidQueryError, SessionDeletedError, StorageIOError, StorageValidationError
+from sessiontree.errors import (
+    InvalidQueryError,
+    SessionDeletedError,
+    StorageError,
+    StorageIOError,
+    StorageValidationError,
+)
 from sessiontree.expectations import Expectations
 from sessiontree.jsjson import safe_integer
 from sessiontree.kit import (
@@ -35,6 +42,7 @@ from sessiontree.kit import (
     select_on_path,
     unencodable_identifier,
 )
+from sessiontree.kit.watch import CommitFeed
 from sessiontree.model import (
     ABSENT,
     Address,
@@ -73,6 +81,9 @@ from .codec import (
 )
 from .database import read_only_error, rollback, storage_error
 from .sql import add_filter
+
+if TYPE_CHECKING:
+    from .watching import SqliteWatch
 
 __all__ = ["SqlReader", "SqliteStorage", "deleted_error", "slot_key"]
 
@@ -296,6 +307,10 @@ class SqliteStorage(QueuedStorage):
         self._lock = self._queue.state_lock  # the connection: reads and commit transactions take turns
         self._entries = EntryCache()
         self._paths = PathCache()
+        self._feed: CommitFeed | None = None  # made by the first watch
+        self._feed_closed = False
+        self._watches: weakref.WeakSet[SqliteWatch] = weakref.WeakSet()
+        self._released = False
 
     def __repr__(self) -> str:
         return f"SqliteStorage({self.path!r}, {self.session_id!r})"
@@ -342,6 +357,8 @@ class SqliteStorage(QueuedStorage):
                     )
                 stats = write_prepared(connection, reader, prepared)
                 connection.execute("COMMIT")
+                if self._feed is not None:  # before the lock goes: a watch reading the rows finds it fed
+                    self._feed.publish(prepared.writes)
                 entries = [write.entry for write in prepared.writes if type(write) is EntryWrite]
                 self._entries.remember_many(entries)
                 self._paths.extend(entries)  # a branch append continues the kept path
@@ -381,12 +398,56 @@ class SqliteStorage(QueuedStorage):
 
         return self._queue.run(job)
 
+    # --- SupportsWatch -------------------------------------------------------------------------
+
+    def watch(self, *, after_seq: int = 0, timeout: float | None = None) -> SqliteWatch:
+        """The commits above ``after_seq`` as they land, from this process or another: one tuple of
+        committed writes per commit (:class:`~sessiontree.contracts.SupportsWatch`; :mod:`.watching`).
+        Commits made before the call, and other processes' commits, come as the rows hold them (current
+        values, no deletes); this storage's later commits come whole. Ends when this storage closes (after
+        the commits made before the close), when the session is deleted, or after ``timeout`` seconds
+        without a commit. A storage opened read-only can be watched too."""
+        from .watching import SqliteWatch
+
+        with self._lock:
+            if self._feed_closed:
+                raise self._queue.closed_error()
+            self._queue.check_open()
+            if self._feed is None:
+                self._feed = CommitFeed(keep_writes=True)
+            watch = SqliteWatch(self, self._feed, after_seq=after_seq, timeout=timeout)
+            self._watches.add(watch)
+            return watch
+
+    def collect_watch(self, watch: SqliteWatch) -> None:
+        """Let ``watch`` read what landed, on this storage's connection (nothing once it is closed)."""
+        with self._lock:
+            if not self._released:
+                watch.collect(self.connection)
+
     # --- lifecycle -----------------------------------------------------------------------------
 
-    def release(self) -> None:
-        """Close the connection when the storage owns it (after the last commit)."""
-        if self._owns_connection:
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, release; then end every watch (each delivers
+        what was committed before the close first). Idempotent."""
+        try:
+            super().close()
+        finally:
             with self._lock:
+                self._feed_closed = True
+                feed = self._feed
+            if feed is not None:
+                feed.close()
+
+    def release(self) -> None:
+        """Let every watch read once more, then close the connection when the storage owns it (after
+        the last commit)."""
+        with self._lock:
+            for watch in list(self._watches):
+                with contextlib.suppress(StorageError):
+                    watch.collect(self.connection)
+            self._released = True
+            if self._owns_connection:
                 self.connection.close()
         if self._file is not None:
             os.close(self._file)
