@@ -1,6 +1,6 @@
 """``SqliteStorage.watch`` beyond the conformance cases: in the shared container, a commit to another
 session wakes the watch (the file changed) but reads no rows and delivers nothing; a session deleted
-elsewhere ends the watch."""
+elsewhere ends the watch; a storage opened read-only replays from its rows, as they hold the commits."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from sessiontree_sqlite import SqliteSessionRepo, watching
 from sessiontree_sqlite.watching import SqliteWatch
 
+from plugins.sqlite.tests._readonly import read_only_directory
 from sessiontree_conformance.harness import OPERATION_TIMEOUT
 
 _END = object()
@@ -133,3 +134,23 @@ def test_a_session_deleted_elsewhere_ends_the_watch(tmp_path: Path) -> None:
         finally:
             follower.stop()
         session.close()
+
+
+@pytest.mark.parametrize("layout", ["shared", "directory"])
+def test_a_read_only_storage_is_watched_from_its_rows(tmp_path: Path, layout: str) -> None:
+    directory = tmp_path / "disk"
+    location = directory / "sessions.sqlite" if layout == "shared" else directory
+    with SqliteSessionRepo(location, layout=layout) as repo, repo.create(id="a") as session:
+        branch = session.create_branch("main", None)
+        ids = [branch.append_message(_message(f"message {index}")) for index in range(3)]
+    with read_only_directory(directory), SqliteSessionRepo(location, layout=layout) as repo:
+        with repo.open("a") as session:
+            assert session.storage.read_only  # type: ignore[attr-defined]
+            batches = list(session.storage.watch(after_seq=0, timeout=0))  # type: ignore[attr-defined]
+            seqs = [w.seq if hasattr(w, "seq") else w.entry.seq for batch in batches for w in batch]
+            assert seqs == sorted(set(seqs))
+            entries = [w.entry.id for batch in batches for w in batch if type(w).__name__ == "EntryWrite"]
+            assert entries == ids
+            # each append is one commit: its entry and the branch tip it moved
+            appends = [batch for batch in batches if any(type(w).__name__ == "EntryWrite" for w in batch)]
+            assert [[type(w).__name__ for w in batch] for batch in appends[:-1]] == [["EntryWrite"]] * 2
