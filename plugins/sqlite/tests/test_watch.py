@@ -115,9 +115,10 @@ def test_a_commit_to_another_session_of_the_container_wakes_nothing_visible(
         other.close()
 
 
-def test_a_session_deleted_elsewhere_ends_the_watch(tmp_path: Path) -> None:
-    location = tmp_path / "sessions.sqlite"
-    with SqliteSessionRepo(location, layout="shared") as deleter, SqliteSessionRepo(location, layout="shared") as holder:
+@pytest.mark.parametrize("layout", ["shared", "directory"])
+def test_a_session_deleted_elsewhere_ends_the_watch(tmp_path: Path, layout: str) -> None:
+    location = tmp_path / ("sessions.sqlite" if layout == "shared" else "sessions")
+    with SqliteSessionRepo(location, layout=layout) as deleter, SqliteSessionRepo(location, layout=layout) as holder:
         created = deleter.create(id="doomed")
         created.create_branch("main", None).append_message(_message("before"), entry_id="before")
         created.close()

@@ -320,6 +320,12 @@ class SqliteStorage(QueuedStorage):
     def _reader(self) -> SqlReader:
         """The session row's reader (holding ``_lock``), after checking that neither the file (one
         file per session) nor the row was deleted since this handle opened it."""
+        self.check_file()
+        return SqlReader(self.connection, self.session_id, self._incarnation, self.path)
+
+    def check_file(self) -> None:
+        """(One file per session) raise :class:`SessionDeletedError` when the path no longer names the
+        file this handle opened (a delete unlinked it)."""
         if self._file is not None:
             opened = os.fstat(self._file)
             try:
@@ -328,7 +334,6 @@ class SqliteStorage(QueuedStorage):
                 raise deleted_error(self.session_id, self.path) from None
             if (opened.st_dev, opened.st_ino) != (current.st_dev, current.st_ino):
                 raise deleted_error(self.session_id, self.path)
-        return SqlReader(self.connection, self.session_id, self._incarnation, self.path)
 
     # --- commits -------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ read the same database).
 
 A closing storage lets each watch read once more before the connection closes, so a watch ends after
 delivering every commit made before the close. A session deleted (or its id created again) ends the
-watch at the next change read.
+watch at the next wake (the row gone, or in the one-file layout the path naming another file or none).
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ class SqliteWatch(Watch):
         version = connection.execute("PRAGMA data_version").fetchone()[0]
         if version == self._data_version:
             # No other connection committed since the last read: every later commit is this storage's.
+            self._storage.check_file()  # a delete in the one-file layout unlinks, committing nothing
             self._read_through = max([self._read_through, *(_last_seq(b) for b in own)])
             return own
         self._data_version = version
