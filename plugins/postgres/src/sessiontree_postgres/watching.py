@@ -23,6 +23,7 @@ commit replaced (its deletes and replaced sets are not stored any more).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import os
 import select
@@ -216,7 +217,8 @@ class PostgresWatch(Watch):
                 return
             self._stopping.set()
             try:
-                os.write(self._stop_write, b"x")
+                with contextlib.suppress(OSError):  # the listener already ended (and closed its end)
+                    os.write(self._stop_write, b"x")
             finally:
                 os.close(self._stop_write)
 
