@@ -154,3 +154,23 @@ def test_a_commit_notifies_its_session_and_next_seq_only_when_it_lands(
         for notice in listener.notifies(stop_after=2, timeout=WAIT):
             payloads.append(notice.payload)
     assert payloads == [f"{digest} {landed.seqs[-1] + 1}", f"{digest} {locked.seqs[-1] + 1}"]
+
+
+def test_the_storages_own_commits_are_delivered_from_its_feed_without_a_query(
+    two_storages: tuple[PostgresStorage, PostgresStorage],
+) -> None:
+    watched, other = two_storages
+    watch = watched.watch()
+    delivered = _drain(watch)
+    results = [watched.commit([set_value(value_address(f"k{i}"), i), set_value(value_address(f"k{i}"), -i)]) for i in range(5)]
+    got = [_next(delivered) for _ in results]
+    # Whole commits, a value set and its replacement both (the tables keep only the second).
+    assert [[(w.seq, w.value) for w in batch] for batch in got] == [
+        [(r.seqs[0], i), (r.seqs[1], -i)] for i, r in enumerate(results)
+    ]
+    assert watch.catch_ups == 1  # its start only: each notification was a commit the feed held
+    from_other = other.commit([insert_entry(user_entry("root"))])
+    assert _seqs(_next(delivered)) == list(from_other.seqs)
+    assert watch.catch_ups == 2
+    watch.close()
+    assert delivered.get(timeout=WAIT) is _END

@@ -82,6 +82,8 @@ class PostgresWatch(Watch):
         self._wanted = 0  # the greatest next seq a notification announced
         self._covered = 0  # every seq below it is delivered or known to be superseded
         self._failure: StorageIOError | None = None
+        self.catch_ups = 0
+        """How many catch-up queries the watch ran (its start, reconnects, other writers' commits)."""
         self.listener_pid: int | None = None
         """The backend pid of the listener's connection (None while it is not connected)."""
         self._stop_read, self._stop_write = os.pipe()
@@ -196,8 +198,15 @@ class PostgresWatch(Watch):
     def _catch_up(self, own: list[Batch]) -> list[Batch]:
         """The commits above the last delivered seq, read on the commit queue (no own commit in flight)."""
         with self._lock:
-            self._behind = False  # a reconnect from now on marks it again
+            behind, self._behind = self._behind, False  # a reconnect from now on marks it again
+            wanted = self._wanted
         own = own + list(super().fetch())
+        end = _end_of(own[-1]) if own else self._covered
+        if not behind and _follows(own, self._covered) and end >= wanted:
+            # The notification was this storage's own commit, published once it returned: no query.
+            self._covered = end
+            return own
+        self.catch_ups += 1
         after = self.last_seq
         rows = self._db.fetch("watch_writes", {**self._key, "after": after})
         head, stored = _batches_of(rows, self._key["sid"], after)
