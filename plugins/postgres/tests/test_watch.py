@@ -174,3 +174,18 @@ def test_the_storages_own_commits_are_delivered_from_its_feed_without_a_query(
     assert watch.catch_ups == 2
     watch.close()
     assert delivered.get(timeout=WAIT) is _END
+
+
+def test_deleting_the_session_elsewhere_ends_its_watch(postgres_url: str) -> None:
+    watched = get_registry().backend("postgres", url=postgres_url).open_storage()
+    repo = get_registry().backend("postgres", url=postgres_url).open_repo()
+    try:
+        watch = watched.watch()
+        delivered = _drain(watch)
+        first = watched.commit([insert_entry(user_entry("root"))])
+        assert _seqs(_next(delivered)) == list(first.seqs)
+        repo.delete(watched.key["sid"])  # another pool: this storage is open only in its own
+        assert delivered.get(timeout=WAIT) is _END
+    finally:
+        repo.close()
+        watched.close()

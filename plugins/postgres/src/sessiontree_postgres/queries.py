@@ -69,11 +69,11 @@ QUERIES: dict[str, str] = {
         "message_count = %(message_count)s, usage_total = %(usage_total)s "
         f"WHERE {_OWNER} AND id = %(sid)s RETURNING pg_notify(%(channel)s, %(notify)s)"
     ),
-    # What a watch catches up with: the session's next seq, the commits from the one holding
+    # What a watch catches up with: the session's next seq (no row: it was deleted), the commits from the one holding
     # %(after)s on, and every stored write above %(after)s (one statement: one snapshot).
     "watch_writes": (
         "SELECT 'h', next_seq, NULL::bigint, NULL::bytea, NULL::bytea, NULL::boolean, NULL::bytea, NULL::text "
-        f"FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s "
+        f"FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s "
         "UNION ALL SELECT 'c', first_seq, end_seq, NULL, NULL, NULL, NULL, NULL FROM {s}.commits "
         f"WHERE {_SESSION} AND first_seq >= coalesce((SELECT max(first_seq) FROM {{s}}.commits "
         f"WHERE {_SESSION} AND first_seq <= %(after)s), 0) "
@@ -243,7 +243,10 @@ QUERIES: dict[str, str] = {
         f"WHERE {_OWNER} AND (created_at, id) < (%(before_created)s, %(before_id)s) "
         "ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
     ),
-    "owned_delete": f"DELETE FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s",
+    # Its watches (:mod:`.watching`) learn of it when the deletion commits.
+    "owned_delete": (
+        f"DELETE FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s RETURNING pg_notify(%(channel)s, %(notify)s)"
+    ),
     # --- the repository: the unscoped (administrator's) statements --------------------------------
     "any_find": (
         "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra, incarnation FROM {s}.sessions WHERE id = %(sid)s"

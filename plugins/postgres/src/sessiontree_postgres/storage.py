@@ -566,7 +566,7 @@ class PostgresStorage(QueuedStorage):
             watch = PostgresWatch(
                 feed,
                 db=self.db,
-                key=self.key,
+                key=self._head_key,
                 run_ordered=self.run_ordered,
                 is_open=lambda: self._queue.status == "open",
                 after_seq=after_seq,

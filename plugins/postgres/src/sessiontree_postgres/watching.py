@@ -4,6 +4,8 @@ Every commit that lands sends ``pg_notify`` on the schema's channel (:attr:`.dat
 transaction (the head update returns it), so a notification is delivered only once the commit is
 visible; its payload is the session's digest (:func:`session_digest`) and its new next seq.
 
+A deleted session (or one created again under its id) ends its watches at their next catch-up.
+
 A watch holds one dedicated connection (not a pooled one) that ``LISTEN``\\ s on that channel, read
 by a small thread that waits on the socket and a stop pipe (no polling). The thread wakes the
 storage's :class:`~sessiontree.kit.watch.CommitFeed` on a notification for the session, and on
@@ -43,7 +45,10 @@ from sessiontree.writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Wri
 from .codec import b, decode_entry, decode_usage_row, loaded, s
 from .database import Database, redacted
 
-__all__ = ["PostgresWatch", "session_digest"]
+__all__ = ["DELETED", "PostgresWatch", "session_digest"]
+
+DELETED = 0
+"""The next seq a session's deletion notifies (its watches catch up, find it gone, and end)."""
 
 _RECONNECT_DELAYS = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0)
 """Waits (seconds, cut short by a stop) before each attempt to connect the listener again; past the
@@ -150,14 +155,17 @@ class PostgresWatch(Watch):
         pgconn.consume_input()  # raises on a dropped connection
         if pgconn.status != pq.ConnStatus.OK:
             raise psycopg.OperationalError("the listener's connection is broken")
-        newest = 0
+        newest: int | None = None
+        gone = False
         while (notice := pgconn.notifies()) is not None:
             digest, _, seq = notice.extra.decode("ascii", "replace").partition(" ")
             if digest == self._digest and seq.isdigit():
-                newest = max(newest, int(seq))
-        if newest:
+                newest = max(newest or 0, int(seq))
+                gone = gone or int(seq) == DELETED
+        if newest is not None:
             with self._lock:
                 self._wanted = max(self._wanted, newest)
+                self._behind = self._behind or gone
             self._feed.wake()
 
     def _reconnect(self) -> psycopg.Connection | None:
@@ -210,10 +218,13 @@ class PostgresWatch(Watch):
         after = self.last_seq
         rows = self._db.fetch("watch_writes", {**self._key, "after": after})
         head, stored = _batches_of(rows, self._key["sid"], after)
+        if head is None:  # the session was deleted: nothing more will land
+            self.close()
+            return []
         by_start = {_start_of(batch): batch for batch in own}
         merged = {start: batch for start, batch in stored if start not in by_start}
         merged.update(by_start)
-        self._covered = max([head, *(_end_of(batch) for batch in own)])
+        self._covered = max([head, *(_end_of(batch) for batch in own)])  # type: ignore[list-item]
         return [merged[start] for start in sorted(merged)]
 
     def closed_hook(self) -> None:
@@ -249,10 +260,11 @@ def _follows(batches: list[Batch], covered: int) -> bool:
     return True
 
 
-def _batches_of(rows: list[tuple[Any, ...]], sid: str, after: int) -> tuple[int, list[tuple[int, Batch]]]:
-    """The session's next seq and its stored writes above ``after``, one batch per recorded commit
-    (keyed by the commit's first seq; writes of no recorded commit batch together)."""
-    head = 0
+def _batches_of(rows: list[tuple[Any, ...]], sid: str, after: int) -> tuple[int | None, list[tuple[int, Batch]]]:
+    """The session's next seq (None once it is deleted) and its stored writes above ``after``, one
+    batch per recorded commit (keyed by the commit's first seq; writes of no recorded commit batch
+    together)."""
+    head = None
     starts: list[int] = []
     ends: list[int] = []
     writes: list[Write] = []
