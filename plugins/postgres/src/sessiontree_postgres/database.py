@@ -9,6 +9,7 @@ idempotent commit; :mod:`.storage` decides). Errors never show the password: the
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -24,7 +25,7 @@ from sessiontree.errors import StorageIOError
 from .queries import render
 from .schema import analyze_if_behind, migrate, quote_schema
 
-__all__ = ["Database", "LostCommitError", "Transient", "redacted"]
+__all__ = ["Database", "LostCommitError", "Transient", "channel_of", "redacted"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,14 @@ def redacted(conninfo: str) -> str:
     if "password" in params:
         params["password"] = "***"
     return make_conninfo(**params)  # type: ignore[arg-type]
+
+
+def channel_of(schema: str) -> str:
+    """The notification channel of ``schema``'s commits (at most 63 bytes, PostgreSQL's longest name)."""
+    channel = f"sessiontree.{schema}"
+    if len(channel) > 63:
+        channel = "sessiontree." + hashlib.sha256(schema.encode()).hexdigest()[:40]
+    return channel
 
 
 class Database:
@@ -82,6 +91,8 @@ class Database:
         self.retries = retries
         self.max_connections = max_connections
         self.sql: Mapping[str, str] = render(self.quoted_schema)
+        self.notify_channel = channel_of(schema)
+        """The channel every commit to this schema notifies (:mod:`.watching`)."""
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._users = 0

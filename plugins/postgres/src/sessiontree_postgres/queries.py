@@ -63,6 +63,30 @@ QUERIES: dict[str, str] = {
         "message_count = %(message_count)s, usage_total = %(usage_total)s "
         f"WHERE {_OWNER} AND id = %(sid)s"
     ),
+    # A commit's head move, telling the watches (:mod:`.watching`) when its transaction commits.
+    "advance_session": (
+        "UPDATE {s}.sessions SET next_seq = %(next_seq)s, last_timestamp = %(last_timestamp)s, "
+        "message_count = %(message_count)s, usage_total = %(usage_total)s "
+        f"WHERE {_OWNER} AND id = %(sid)s RETURNING pg_notify(%(channel)s, %(notify)s)"
+    ),
+    # What a watch catches up with: the session's next seq (no row: it was deleted), the commits from the one holding
+    # %(after)s on, and every stored write above %(after)s (one statement: one snapshot).
+    "watch_writes": (
+        "SELECT 'h', next_seq, NULL::bigint, NULL::bytea, NULL::bytea, NULL::boolean, NULL::bytea, NULL::text "
+        f"FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s AND incarnation = %(incarnation)s "
+        "UNION ALL SELECT 'c', first_seq, end_seq, NULL, NULL, NULL, NULL, NULL FROM {s}.commits "
+        f"WHERE {_SESSION} AND first_seq >= coalesce((SELECT max(first_seq) FROM {{s}}.commits "
+        f"WHERE {_SESSION} AND first_seq <= %(after)s), 0) "
+        "UNION ALL SELECT 'e', seq, NULL, NULL, NULL, NULL, id, raw FROM {s}.entries "
+        f"WHERE {_SESSION} AND seq > %(after)s "
+        "UNION ALL SELECT 'u', seq, NULL, NULL, NULL, NULL, id, raw FROM {s}.usage_rows "
+        f"WHERE {_SESSION} AND seq > %(after)s "
+        "UNION ALL SELECT 'v', seq, NULL, namespace, slot, key_absent, NULL, value FROM {s}.session_values "
+        f"WHERE {_SESSION} AND seq > %(after)s "
+        "UNION ALL SELECT 'l', seq, NULL, namespace, slot, key_absent, NULL, value FROM {s}.list_elements "
+        f"WHERE {_SESSION} AND seq > %(after)s "
+        "ORDER BY 2"
+    ),
     "known_ids": (
         "SELECT id, true FROM {s}.entries "
         f"WHERE {_SESSION} AND id = ANY(%(ids)b) "
@@ -179,7 +203,7 @@ QUERIES: dict[str, str] = {
         "AND NOT EXISTS (SELECT FROM j, jsonb_array_elements(j.d->'w') x WHERE (x->>2)::bigint IS DISTINCT FROM "
         "(SELECT v.seq FROM {s}.session_values v WHERE v.tenant = %(tenant)s AND v.owner_user = %(user)s "
         "AND v.session_id = %(sid)s AND v.namespace = decode(x->>0, 'hex') AND v.slot = decode(x->>1, 'hex'))) "
-        "RETURNING 1), "
+        "RETURNING 1, pg_notify(%(channel)s, %(notify)s)), "
         "e AS (INSERT INTO {s}.entries (tenant, owner_user, session_id, seq, id, parent_id, type, custom_type, "
         "timestamp, raw) SELECT %(tenant)s, %(user)s, %(sid)s, (x->>0)::bigint, decode(x->>1, 'hex'), "
         "decode(x->>2, 'hex'), decode(x->>3, 'hex'), decode(x->>4, 'hex'), (x->>5)::bigint, x->>6 "
@@ -219,7 +243,10 @@ QUERIES: dict[str, str] = {
         f"WHERE {_OWNER} AND (created_at, id) < (%(before_created)s, %(before_id)s) "
         "ORDER BY created_at DESC, id DESC LIMIT %(limit)s"
     ),
-    "owned_delete": f"DELETE FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s",
+    # Its watches (:mod:`.watching`) learn of it when the deletion commits.
+    "owned_delete": (
+        f"DELETE FROM {{s}}.sessions WHERE {_OWNER} AND id = %(sid)s RETURNING pg_notify(%(channel)s, %(notify)s)"
+    ),
     # --- the repository: the unscoped (administrator's) statements --------------------------------
     "any_find": (
         "SELECT tenant, owner_user, id, created_at, parent_session_id, cwd, extra, incarnation FROM {s}.sessions WHERE id = %(sid)s"

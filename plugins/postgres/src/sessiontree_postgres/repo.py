@@ -35,6 +35,7 @@ from .codec import damaged, decode_entry, encode_usage_total, loaded, s
 from .database import Database
 from .restore import restore_transactions
 from .storage import PostgresStorage, SessionKey, insert_writes
+from .watching import DELETED, session_digest
 
 __all__ = ["PostgresSessionRepo"]
 
@@ -278,7 +279,9 @@ class PostgresSessionRepo:
         try:
 
             def job(conn: psycopg.Connection, _attempt: int) -> int:
-                return conn.execute(self.db.sql["owned_delete"], {"tenant": tenant, "user": user, "sid": stored.id}).rowcount
+                key = {"tenant": tenant, "user": user, "sid": stored.id}
+                notice = {"channel": self.db.notify_channel, "notify": f"{session_digest(key)} {DELETED}"}
+                return conn.execute(self.db.sql["owned_delete"], {**key, **notice}).rowcount
 
             if not self.db.run(job, what=f"delete session {stored.id}"):
                 raise not_found(stored.id)

@@ -9,12 +9,17 @@ Commits of this object run one at a time in admission order (:class:`~sessiontre
 Reads are single statements (each sees whole commits only); a branch scan walks the path with a
 recursive query on the ``(session, id)`` index and reads the payloads of the entries it returns,
 stopping where a context build stops (the newest compaction), so nothing else of the session is read.
+
+Every commit that lands notifies the schema's channel in its transaction; :meth:`PostgresStorage.watch`
+listens there (:mod:`.watching`).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -41,6 +46,7 @@ from sessiontree.kit import (
     prepare_commit,
     select_on_path,
 )
+from sessiontree.kit.watch import CommitFeed
 from sessiontree.model import (
     ABSENT,
     Address,
@@ -74,6 +80,10 @@ from .codec import (
 from .database import Database, LostCommitError
 from .known import Head, KnownReader, KnownState, ValueRow, value_row
 from .reader import SqlCommitReader
+from .watching import session_digest
+
+if TYPE_CHECKING:
+    from .watching import PostgresWatch
 
 __all__ = ["PostgresStorage", "SessionKey", "insert_writes"]
 
@@ -117,6 +127,11 @@ class PostgresStorage(QueuedStorage):
         self._statistics_at = _STATISTICS_SIZE
         self._entries = EntryCache()
         self._paths = PathCache()
+        self._notice = (db.notify_channel, session_digest(key))
+        self._feed: CommitFeed | None = None  # made by the first watch
+        self._watches: weakref.WeakSet[PostgresWatch] = weakref.WeakSet()
+        self._watch_lock = threading.Lock()
+        self._watch_closed = False
         db.acquire()
 
     def __repr__(self) -> str:
@@ -198,7 +213,9 @@ class PostgresStorage(QueuedStorage):
         if plan is None:
             return None
         stage[0] = "committing"  # one statement in autocommit: sending it is committing
-        cursor = _write_planned(conn, self.db.sql, self._head_key, prepared, plan, head.next_seq, timestamp, reader.checks())
+        cursor = _write_planned(
+            conn, self.db.sql, self._head_key, prepared, plan, head.next_seq, timestamp, reader.checks(), self._notice
+        )
         if not _wrote(cursor):
             return None
         return self._landed(prepared, timestamp, plan)
@@ -250,7 +267,9 @@ class PostgresStorage(QueuedStorage):
                 plan = _one_statement_plan(prepared.writes, stats)
                 written = None
                 if plan is not None:
-                    written = _write_planned(conn, sql, self._head_key, prepared, plan, next_seq, timestamp, None)
+                    written = _write_planned(
+                        conn, sql, self._head_key, prepared, plan, next_seq, timestamp, None, self._notice
+                    )
                     stats = plan.stats
                 else:
                     stats = insert_writes(conn, sql, key, prepared.writes, stats)
@@ -260,9 +279,11 @@ class PostgresStorage(QueuedStorage):
                         sql["insert_commit"], {**key, "first_seq": prepared.first_seq, "end_seq": end, "id_count": ids}
                     )
                     conn.execute(
-                        sql["update_session"],
+                        sql["advance_session"],
                         {
                             **key,
+                            "channel": self._notice[0],
+                            "notify": f"{self._notice[1]} {end}",
                             "next_seq": end,
                             "last_timestamp": timestamp,
                             "message_count": stats.message_count,
@@ -292,10 +313,14 @@ class PostgresStorage(QueuedStorage):
 
     def _remember_committed(self, writes: Sequence[Write]) -> None:
         """Keep the entries of a commit that landed for later reads (a branch append extends the kept
-        path): the context built after an append reads neither the path nor the new entry again."""
+        path): the context built after an append reads neither the path nor the new entry again; hand
+        the commit to the watches of this storage."""
         entries = [write.entry for write in writes if type(write) is EntryWrite]
         self._paths.extend(entries)
         self._entries.remember_many(entries)
+        feed = self._feed
+        if feed is not None:
+            feed.publish(tuple(writes))
 
     def _read_head(self) -> tuple[int, int, SessionStats]:
         rows = self.db.fetch("read_session", self._head_key)
@@ -522,11 +547,53 @@ class PostgresStorage(QueuedStorage):
         )
         return DumpInventory(value_namespaces=namespaces, list_addresses=lists)
 
+    # --- SupportsWatch --------------------------------------------------------------------------------
+
+    def watch(self, *, after_seq: int = 0, timeout: float | None = None) -> PostgresWatch:
+        """The commits above ``after_seq`` as they land, from this process or another: one tuple of
+        committed writes per commit (:class:`~sessiontree.contracts.SupportsWatch`; :mod:`.watching`).
+        Holds one connection of its own (not the pool's); ends when this storage closes (after the
+        commits made before the close), after ``timeout`` seconds without a commit, or at its ``close()``."""
+        from .watching import PostgresWatch
+
+        with self._watch_lock:  # against a close: its watches all end
+            if self._watch_closed:
+                raise self._queue.closed_error()
+            self._queue.check_open()
+            feed = self._feed
+            if feed is None:
+                feed = self._feed = CommitFeed(keep_writes=True)
+            watch = PostgresWatch(
+                feed,
+                db=self.db,
+                key=self._head_key,
+                run_ordered=self.run_ordered,
+                is_open=lambda: self._queue.status == "open",
+                after_seq=after_seq,
+                timeout=timeout,
+            )
+            self._watches.add(watch)
+            return watch
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     def release(self) -> None:
         """Give the database back (the pool closes with its last user), after the last commit."""
         self.db.release()
+
+    def close(self) -> None:
+        """Stop admission, wait for admitted commits, release; then end every watch (each delivers
+        what was committed before the close first) and its listener. Idempotent."""
+        try:
+            super().close()
+        finally:
+            with self._watch_lock:
+                self._watch_closed = True
+                feed, watches = self._feed, list(self._watches)
+            if feed is not None:
+                feed.close()
+            for watch in watches:
+                watch.stop_listening()
 
 
 def _clamped(number: Any) -> Any:
@@ -610,9 +677,10 @@ def _write_planned(
     expect_seq: int,
     timestamp: int,
     checks: dict[str, Any] | None,
+    notice: tuple[str, str],
 ) -> psycopg.Cursor[Any]:
-    """Send ``write_commit``; its one row counts the heads it moved (1: it wrote; 0: the head was not
-    ``expect_seq`` or a check failed, nothing written)."""
+    """Send ``write_commit``; its one row counts the heads it moved (1: it wrote, and notified
+    ``notice``'s channel; 0: the head was not ``expect_seq`` or a check failed, nothing written)."""
     rows = {**plan.rows, **(checks or _NO_CHECKS)}
     return conn.execute(
         sql["write_commit"],
@@ -626,6 +694,8 @@ def _write_planned(
             "last_timestamp": timestamp,
             "message_count": plan.stats.message_count,
             "usage_total": encode_usage_total(plan.stats.usage) if plan.usage_changed else None,
+            "channel": notice[0],
+            "notify": f"{notice[1]} {prepared.seqs[-1] + 1}",
         },
     )
 
