@@ -7,9 +7,10 @@ shares.
   watches pays one attribute read per commit (:class:`~sessiontree.kit.StateStorage` does this).
 * :class:`Watch` — the iterator ``watch()`` returns: one batch (a tuple of committed writes, seqs set)
   per commit, in seq order, each write once, above ``after_seq``; it waits on the feed between
-  batches (no polling), ends when the storage closes (after delivering what was committed before the
-  close), after ``timeout`` seconds without a batch, or when :meth:`Watch.close` is called from any
-  thread. A backend fills in :meth:`Watch.fetch` (what landed since the last call).
+  batches (no polling, unless a backend can only poll: :meth:`Watch.poll_interval`), ends when the
+  storage closes (after delivering what was committed before the close), after ``timeout`` seconds
+  without a batch, or when :meth:`Watch.close` is called from any thread. A backend fills in
+  :meth:`Watch.fetch` (what landed since the last call).
 * :class:`InMemoryWatch` / :func:`watch_state` — the memory backend's watch: replay from the state,
   then each commit's writes as the feed received them.
 """
@@ -140,6 +141,11 @@ class Watch(Iterator[Batch]):
         are filtered out by seq, so returning some again is harmless). The default reads the feed."""
         return self._feed.take(self._token) if self._token is not None else ()
 
+    def poll_interval(self) -> float | None:
+        """Hook: seconds to wait for the feed before calling :meth:`fetch` anyway (a store that cannot
+        notify another process's commits); ``None`` (the default) waits for the feed only."""
+        return None
+
     def _accept(self, batches: Iterable[Batch]) -> None:
         last = self.last_seq
         for batch in batches:
@@ -173,17 +179,22 @@ class Watch(Iterator[Batch]):
             if closed:
                 self.close()
                 raise StopIteration
+            interval = self.poll_interval()
+            poll_at = None if interval is None else time.monotonic() + interval
             with feed.cond:
                 while feed.version == version and not self._stopped:
-                    if deadline is None:
+                    wake_at = min((t for t in (deadline, poll_at) if t is not None), default=None)
+                    if wake_at is None:
                         feed.cond.wait()
                         continue
-                    remaining = deadline - time.monotonic()
+                    remaining = wake_at - time.monotonic()
                     if remaining <= 0:
                         break
                     feed.cond.wait(remaining)
-                timed_out = feed.version == version and not self._stopped
-            if timed_out:  # no write for ``timeout`` seconds
+                unchanged = feed.version == version and not self._stopped
+            if unchanged and poll_at is not None and (deadline is None or poll_at < deadline):
+                continue  # time to look again (a store that cannot notify)
+            if unchanged:  # no write for ``timeout`` seconds
                 self.close()
                 raise StopIteration
 

@@ -41,6 +41,7 @@ from sessiontree.errors import (
 )
 from sessiontree.expectations import Expectations
 from sessiontree.kit import StateStorage
+from sessiontree.kit.watch import replay_batches
 from sessiontree.model import CommitResult, SessionMetadata, StoredValue
 from sessiontree.wire import decode_transaction, encode_transaction_bytes
 from sessiontree.writes import EntryWrite, UsageWrite, Write
@@ -49,6 +50,7 @@ from sessiontree_jsonl.header import JsonlHeader
 from . import layout
 from .backoff import Backoff
 from .store import ObjectStore
+from .watching import ObjstoreWatch, PollInterval
 
 __all__ = ["CompactReport", "ObjstoreStorage", "SnapshotPolicy"]
 
@@ -92,6 +94,8 @@ class ObjstoreStorage(StateStorage):
     """
 
     backoff: Backoff = Backoff()
+    watch_poll: PollInterval = PollInterval()
+    """How often a watch looks for other processes' commits (:mod:`.watching`)."""
 
     def __init__(
         self,
@@ -323,6 +327,8 @@ class ObjstoreStorage(StateStorage):
             with self.state_lock:
                 apply_stored(self.state, found.writes)
                 self.state.set_replayed_next_seq(found.next)
+                if found.writes:
+                    self.publish_commit(found.writes)
             self._log_next = found.next
             self.floor_timestamps(_newest_timestamp(found.writes))
             commits, total = self._since_snapshot
@@ -332,12 +338,34 @@ class ObjstoreStorage(StateStorage):
     def _reload(self) -> None:
         header, state, log_next = read_base(self.store, self.prefix, self.header)
         with self.state_lock:
+            behind = self._log_next
             self.state = state
+            for batch in replay_batches(state, behind - 1):  # what the compacted commits held
+                self.publish_commit(batch)
         self.header = header
         self._log_next = max(log_next, state.next_seq)
         self._since_snapshot = (0, 0)
         self._stored_writes = len(list(state.iter_current_writes()))
         self._catch_up_log(may_reload=False)
+
+    # --- watching ------------------------------------------------------------------------------
+
+    def watch(self, *, after_seq: int = 0, timeout: float | None = None) -> ObjstoreWatch:
+        """The commits above ``after_seq`` as they land, from this process or another: one tuple of
+        committed writes per commit (:class:`~sessiontree.contracts.SupportsWatch`), found by listing the
+        log on an adaptive interval (:mod:`.watching`, :attr:`watch_poll`). Commits this storage already
+        applied are replayed from its state. Ends when this storage closes (after the commits made
+        before the close), when the session is deleted, or after ``timeout`` seconds without a commit."""
+        with self.state_lock:
+            feed = self.commit_feed(keep_writes=True)
+            replay = replay_batches(self.state, after_seq) if self.state.next_seq - 1 > after_seq else ()
+            return ObjstoreWatch(
+                self, feed, after_seq=after_seq, timeout=timeout, replay=replay, poll=self.watch_poll
+            )
+
+    def catch_up_for_watch(self) -> None:
+        """Apply what other writers committed (a watch's look; ordered with this storage's commits)."""
+        self.run_ordered(self._catch_up_log)
 
     # --- snapshots -----------------------------------------------------------------------------
 
