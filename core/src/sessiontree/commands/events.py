@@ -4,7 +4,8 @@ On a terminal each event is one rich line (seq, entry id, kind, a short body), c
 tool call showing how its result came out and each tool result naming the call it answers. Piped, or with
 ``--json``, each event is one JSON object per line whose ``type`` names it (``assistant_message``,
 ``tool_call``, ``tool_result``, ...); ``--format ag-ui`` prints the AG-UI protocol events instead
-(:mod:`sessiontree.events_agui`). ``--follow`` then tails the branch until SIGINT/SIGTERM (:func:`follow`). :func:`print_events` is shared with ``sessiontree show --events``.
+(:mod:`sessiontree.events_agui`). ``--follow`` then tails the branch until SIGINT/SIGTERM (:func:`follow`).
+:func:`print_events` is shared with ``sessiontree show --events``.
 """
 
 from __future__ import annotations
@@ -338,7 +339,9 @@ def follow(session: Session, branch: str | None, output: str, console: Console) 
     help="text (rich lines), json (one event per line) or ag-ui (AG-UI protocol events, one per line); "
     "default text on a terminal, json elsewhere",
 )
-@click.option("--follow", "follow_on", is_flag=True, help="then print new events as they are committed, until Ctrl-C")
+@click.option(
+    "--follow", "follow_on", is_flag=True, help="then print new events as they are committed, until Ctrl-C"
+)
 def events(
     target: SessionTarget,
     session_id: str | None,
