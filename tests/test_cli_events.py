@@ -1,18 +1,15 @@
-"""``sessiontree events`` and ``sessiontree show --events`` (issue 34 item 4): JSON
+"""``sessiontree events`` and ``sessiontree show --events`` (issue 34 item 4, without ``--follow``): JSON
 lines, AG-UI lines validated against the ag-ui-protocol models, and the rich terminal rendering, on a real
 JSONL session written in ``tmp_path`` and on the golden files; through click's CliRunner and as a
-subprocess (``--follow`` tailing a file another process appends to)."""
+subprocess."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
-import queue
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -257,89 +254,3 @@ def test_raw_events_name_the_unknown_role() -> None:
     entry = MessageEntry(id="e1", parent_id=None, message={"role": "bashExecution"}, seq=1, timestamp=1)
     (line,) = event_lines(project_entries([entry], "main"))
     assert line.plain == "    1 e1 raw            message entry, role bashExecution"
-
-
-def _next_line(lines: queue.Queue[str | None]) -> str:
-    line = lines.get(timeout=60)  # the gate: the subprocess printed a line (None: its stdout closed)
-    assert line is not None, "the follower's stdout closed"
-    return line
-
-
-def test_follow_prints_stored_events_then_each_commit_and_stops_on_sigint(repo: str) -> None:
-    path = _session_file(repo)
-    environment = {k: v for k, v in os.environ.items() if k not in ("SESSIONTREE_URL", "FORCE_COLOR")}
-    with subprocess.Popen(
-        [sys.executable, "-m", "sessiontree", "events", str(path), "--follow", "--json"],
-        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    ) as follower:
-        _follow_and_interrupt(repo, follower)
-
-
-def _follow_and_interrupt(repo: str, follower: subprocess.Popen[str]) -> None:
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert follower.stdout is not None
-        for line in follower.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        stored = [json.loads(_next_line(lines)) for _ in MAIN_TYPES]
-        assert [e["type"] for e in stored] == MAIN_TYPES
-        with sessiontree.open_repo(repo) as store, store.open("s1") as session:
-            main_branch = session.branch("main")
-            assert main_branch is not None
-            main_branch.append_message({"role": "user", "content": "and the third?", "timestamp": 6})
-            session.branch("side").append_message(  # another branch: nothing to print
-                {"role": "user", "content": "elsewhere", "timestamp": 7}
-            )
-            main_branch.append_message(
-                {"role": "assistant", "stopReason": "stop", "timestamp": 8,
-                 "content": [{"type": "text", "text": "There is none."}]}
-            )
-        followed = [json.loads(_next_line(lines)) for _ in range(3)]
-        assert [e["type"] for e in followed] == ["user_message", "assistant_message", "turn_finished"]
-        assert followed[0]["content"] == "and the third?" and followed[1]["text"] == "There is none."
-        assert followed[0]["seq"] > stored[-1]["seq"] and {e["branch"] for e in followed} == {"main"}
-        follower.send_signal(signal.SIGINT)
-        assert follower.wait(timeout=60) == 0
-        reader.join(timeout=60)
-        assert lines.get_nowait() is None  # nothing printed after the new events
-        assert follower.stderr is not None and follower.stderr.read() == ""
-    finally:
-        if follower.poll() is None:
-            follower.kill()
-
-
-def test_follow_stops_on_sigterm_with_exit_0(repo: str) -> None:
-    with subprocess.Popen(
-        [sys.executable, "-m", "sessiontree", "events", repo, "--session", "s1", "--follow", "--format",
-         "text"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    ) as follower:
-        try:
-            assert follower.stdout is not None
-            for _ in MAIN_TYPES:  # the stored lines are out: the follower is watching (or about to)
-                assert follower.stdout.readline()
-            follower.send_signal(signal.SIGTERM)
-            assert follower.wait(timeout=60) == 0
-            assert follower.stdout.read() == ""
-            assert follower.stderr is not None and follower.stderr.read() == ""
-        finally:
-            if follower.poll() is None:
-                follower.kill()
-
-
-def test_follow_on_a_storage_without_watch_is_a_usage_error(
-    repo: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from sessiontree_jsonl.storage import JsonlStorage
-
-    monkeypatch.delattr(JsonlStorage, "watch")
-    assert main(["events", repo, "--session", "s1", "--follow"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("sessiontree events: error: --follow: ") and "SupportsWatch" in err
-    assert err.count("\n") == 1

@@ -4,14 +4,12 @@ On a terminal each event is one rich line (seq, entry id, kind, a short body), c
 tool call showing how its result came out and each tool result naming the call it answers. Piped, or with
 ``--json``, each event is one JSON object per line whose ``type`` names it (``assistant_message``,
 ``tool_call``, ``tool_result``, ...); ``--format ag-ui`` prints the AG-UI protocol events instead
-(:mod:`sessiontree.events_agui`). ``--follow`` then tails the branch until SIGINT/SIGTERM (:func:`follow`).
-:func:`print_events` is shared with ``sessiontree show --events``.
+(:mod:`sessiontree.events_agui`). :func:`print_events` is shared with ``sessiontree show --events``.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import jsjson
-from ..contracts import Session, SupportsWatch
+from ..contracts import Session
 from ..events import (
     AssistantMessage,
     BranchSummary,
@@ -46,7 +44,7 @@ from .output import plain, short_id, shorten, stdout_console
 from .status import UsageError
 from .targets import SessionTarget, open_session
 
-__all__ = ["FORMATS", "branch_events", "event_lines", "events", "follow", "print_events", "render_events"]
+__all__ = ["FORMATS", "branch_events", "event_lines", "events", "print_events", "render_events"]
 
 FORMATS = ("text", "json", "ag-ui")
 BODY_WIDTH = 160
@@ -244,15 +242,11 @@ def render_events(events: Sequence[Event], console: Console) -> None:
     if not lines:
         lines = [Text("(no events on this branch)", style="dim")]
     for line in lines:
-        _write_text(line, console)
+        if console.is_terminal:
+            console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+        else:
+            console.file.write(plain(line) + "\n")
     console.file.flush()
-
-
-def _write_text(line: Text, console: Console) -> None:
-    if console.is_terminal:
-        console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
-    else:
-        console.file.write(plain(line) + "\n")
 
 
 def _write_lines(objects: Sequence[Any]) -> None:
@@ -270,50 +264,6 @@ def print_events(events: Sequence[Event], output: str, console: Console | None =
         _write_lines(to_agui(events))
     else:
         render_events(events, console if console is not None else stdout_console())
-
-
-def _interrupt(_signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-def follow(session: Session, branch: str | None, output: str, console: Console) -> None:
-    """Print ``branch``'s events (as :func:`branch_events` picks it), then tail it: per commit the storage
-    reports (:class:`SupportsWatch`), print the branch's events above the last seq printed, flushed per
-    line, until SIGINT or SIGTERM."""
-    storage = getattr(session, "storage", None)
-    if not isinstance(storage, SupportsWatch):
-        raise UsageError(f"--follow: the storage of session {session.metadata.id} cannot be watched "
-                         "(it does not support SupportsWatch)")
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # before the first line: a reader may stop us then
-    watch = None
-    try:
-        name, shown = branch_events(session, branch)
-        print_events(shown, output, console)
-        last = max((event.seq for event in shown if event.seq is not None), default=0)
-        watch = storage.watch(after_seq=last)
-        for _batch in watch:
-            found = session.branch(name)
-            if found is None:  # the branch is gone: nothing more to follow
-                return
-            projected = project_entries(found.find_entries(order="oldest_first"), name)
-            fresh = [i for i, event in enumerate(projected) if event.seq is not None and event.seq > last]
-            if not fresh:
-                continue
-            last = max(projected[i].seq or 0 for i in fresh)
-            lines = event_lines(projected) if output == "text" else []  # so new results name older calls
-            for i in fresh:
-                if lines:
-                    _write_text(lines[i], console)
-                    console.file.flush()
-                else:
-                    print_events([projected[i]], output, console)
-    except KeyboardInterrupt:
-        return
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        close = getattr(watch, "close", None)
-        if close is not None:
-            close()
 
 
 @command(
@@ -339,9 +289,6 @@ def follow(session: Session, branch: str | None, output: str, console: Console) 
     help="text (rich lines), json (one event per line) or ag-ui (AG-UI protocol events, one per line); "
     "default text on a terminal, json elsewhere",
 )
-@click.option(
-    "--follow", "follow_on", is_flag=True, help="then print new events as they are committed, until Ctrl-C"
-)
 def events(
     target: SessionTarget,
     session_id: str | None,
@@ -350,7 +297,6 @@ def events(
     branch: str | None,
     as_json: bool,
     output: str | None,
-    follow_on: bool,
 ) -> int:
     """The target is a repository URL or directory (--session may be left out when it holds one session),
     or a session file. Each tool call is paired with its result. Without --follow: a finished session (or
@@ -360,8 +306,6 @@ def events(
     console = stdout_console()
     chosen = "json" if as_json else output or ("text" if console.is_terminal else "json")
     with open_session(target, session_id, cwd=cwd, owner=owner) as (session, _backend):
-        if follow_on:
-            follow(session, branch, chosen, console)
-        else:
-            print_events(branch_events(session, branch)[1], chosen, console)
+        _name, projected = branch_events(session, branch)
+        print_events(projected, chosen, console)
     return 0
