@@ -1,6 +1,6 @@
 """Console events projected from committed entries (issue 34, item 1): pure, no storage calls.
 
-``project_entries(entries, branch)`` maps entries (oldest first) to frozen attrs events; ``project_branch``
+``project_entries(entries, branch)`` (or a :class:`BranchProjection`, fed piece by piece) maps entries (oldest first) to frozen attrs events; ``project_branch``
 reads a branch path of a session (oldest first) and projects it. Thinking blocks of an assistant message
 become their own ``thinking`` event, before its ``assistant_message``. Anything not understood (an unknown
 entry type or message role, a malformed message) becomes a ``raw`` event, never an exception.
@@ -206,10 +206,22 @@ class _Projector:
             yield TurnFinished(**base, stop_reason=stop)
 
 
+class BranchProjection:
+    """A projection fed piecewise: entries of one path, oldest first, as they come (a follow); tool
+    calls of earlier pieces stay pending, so a later result names its call."""
+
+    def __init__(self, branch: str | None = None) -> None:
+        self._projector = _Projector(branch)
+
+    def add(self, entries: Iterable[Any]) -> list[Event]:
+        """The events of ``entries``, the path's next entries oldest first."""
+        projector = self._projector
+        return [event for entry in entries for event in projector.entry(entry)]
+
+
 def project_entries(entries: Iterable[Any], branch: str | None = None) -> list[Event]:
     """The events of ``entries`` (oldest first), each tagged with ``branch``."""
-    projector = _Projector(branch)
-    return [event for entry in entries for event in projector.entry(entry)]
+    return BranchProjection(branch).add(entries)
 
 
 def project_branch(session: Any, branch: str = "main") -> list[Event]:
