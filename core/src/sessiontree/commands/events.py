@@ -330,8 +330,8 @@ def events(
     or a session file. Each tool call is paired with its result. Without --follow: a finished session (or
     what is stored of it now). With --follow: then every entry a commit adds to the branch's path (an
     append, a tip moved forward or onto another line: its entries after the common ancestor; a rewind
-    adds nothing), printed as it lands, until Ctrl-C or SIGTERM (exit 0); a session deleted meanwhile
-    ends it with exit 1."""
+    adds nothing), printed as it lands, until Ctrl-C or SIGTERM (exit 0); the session or the branch
+    deleted meanwhile ends it with exit 1."""
     if as_json and output not in (None, "json"):
         raise click.UsageError(f"--json and --format {output} exclude each other")
     console = stdout_console()
