@@ -110,6 +110,23 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "database (append p50/p99, resume, fork, requests per operation), plus 8 writer processes",
     )
     parser.add_argument(
+        "--events",
+        action="store_true",
+        help="console events: projecting a session vs scanning it, commit → event latency per backend "
+        "with watch (writer in another process), an idle `sessiontree events --follow`'s CPU",
+    )
+    parser.add_argument(
+        "--events-entries", type=int, default=100_000,
+        help="entries of the --events projection session (default 100000)",
+    )
+    parser.add_argument(
+        "--events-commits", type=int, default=200, help="commits timed per backend by --events (default 200)"
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=10.0,
+        help="how long --events watches an idle follower's CPU (default 10; 0 skips it)",
+    )
+    parser.add_argument(
         "--loop-sizes",
         type=_int_list,
         default=[1_000, 5_000],
@@ -166,6 +183,8 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     if arguments.reps < 1:
         parser.error(f"--reps must be at least 1, got {arguments.reps}")
+    if arguments.events_entries < 1 or arguments.events_commits < 1 or arguments.idle_seconds < 0:
+        parser.error("--events-entries and --events-commits must be >= 1, --idle-seconds >= 0")
     if arguments.mem_entries < 0 or arguments.mem_runs < 1:
         parser.error("--mem-entries must be >= 0 and --mem-runs >= 1")
     return arguments
@@ -234,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if arguments.runtime_loop or arguments.vs_peers:
         return _run_loop(arguments, backends)
+    if arguments.events:
+        return _run_events(arguments, backends)
     plan = plan_for_sizes(arguments.sizes, arguments.reps, arguments.sessiontree_catalog_max)
 
     ours: list[Result] = []
@@ -292,6 +313,24 @@ def _run_service(arguments: argparse.Namespace) -> int:
         arguments.loop_sizes, arguments.reps, lambda line: _progress(arguments.quiet, line)
     )
     print(json.dumps({"service": result}, indent=1) if arguments.json else render(result))
+    return 0
+
+
+def _run_events(arguments: argparse.Namespace, backends: list[BenchBackend]) -> int:
+    from .events import render, run_events_benchmark
+
+    result = run_events_benchmark(
+        backends, entries=arguments.events_entries, commits=arguments.events_commits,
+        idle_seconds=arguments.idle_seconds, reps=arguments.reps,
+        progress=lambda line: _progress(arguments.quiet, line),
+    )
+    machine = describe_machine(None) | {"load average": load_average()}
+    if arguments.json:
+        print(json.dumps({"events": result, "machine": machine}, indent=1))
+    else:
+        heading = "### " if arguments.markdown else "== "
+        lines = "\n".join(f"{'- ' if arguments.markdown else ''}{k}: {v}" for k, v in machine.items() if v)
+        print(f"{heading}machine\n\n{lines}\n\n" + render(result, markdown=arguments.markdown))
     return 0
 
 

@@ -38,13 +38,14 @@ from ..events import (
     project_entries,
 )
 from ..events_agui import to_agui
+from ..model import Entry
 from ..owners import Owner
 from .options import SessionTargetType, command, cwd_option, owner_options, session_option
 from .output import plain, short_id, shorten, stdout_console
 from .status import UsageError
 from .targets import SessionTarget, open_session
 
-__all__ = ["FORMATS", "branch_events", "event_lines", "events", "print_events", "render_events"]
+__all__ = ["FORMATS", "branch_events", "branch_path", "event_lines", "events", "print_events", "render_events"]
 
 FORMATS = ("text", "json", "ag-ui")
 BODY_WIDTH = 160
@@ -91,9 +92,9 @@ def _branch_names(session: Session) -> list[str]:
     return list(load_tree(session).tips)
 
 
-def branch_events(session: Session, branch: str | None) -> tuple[str, list[Event]]:
-    """The branch (``branch``, else ``main``, else the session's only branch) and its events, root first;
-    a missing branch is a :class:`UsageError` listing the others."""
+def branch_path(session: Session, branch: str | None) -> tuple[str, list[Entry]]:
+    """The branch (``branch``, else ``main``, else the session's only branch) and its entries, root
+    first; a missing branch is a :class:`UsageError` listing the others."""
     name = "main" if branch is None else branch
     found = session.branch(name)
     if found is None:
@@ -106,7 +107,13 @@ def branch_events(session: Session, branch: str | None) -> tuple[str, list[Event
         name = names[0]
         found = session.branch(name)
         assert found is not None
-    return name, project_entries(found.find_entries(order="oldest_first"), name)
+    return name, found.find_entries(order="oldest_first")
+
+
+def branch_events(session: Session, branch: str | None) -> tuple[str, list[Event]]:
+    """The branch :func:`branch_path` picks and its events, root first."""
+    name, entries = branch_path(session, branch)
+    return name, project_entries(entries, name)
 
 
 def _content(content: Any) -> str:
@@ -164,7 +171,9 @@ def _raw_body(data: Any) -> str:
     return f"{kind} entry" + (f", role {role}" if isinstance(role, str) else "")
 
 
-def _body(event: Event, result_of: dict[int, ToolResult], call_of: dict[int, ToolCall]) -> Text:
+def _body(
+    event: Event, result_of: dict[int, ToolResult], call_of: dict[int, ToolCall], following: bool
+) -> Text:
     text = Text()
     if isinstance(event, UserMessage):
         text.append(shorten(_content(event.content), BODY_WIDTH))
@@ -180,7 +189,7 @@ def _body(event: Event, result_of: dict[int, ToolResult], call_of: dict[int, Too
         text.append(f"  [{event.call_id}]", style="dim")
         result = result_of.get(id(event))
         if result is None:
-            text.append("  → no result", style="dim")
+            text.append("  → waiting for its result" if following else "  → no result", style="dim")
         elif result.is_error:
             text.append(f"  → error at seq {result.seq}", style="red")
         else:
@@ -217,10 +226,16 @@ def _body(event: Event, result_of: dict[int, ToolResult], call_of: dict[int, Too
     return text
 
 
-def event_lines(events: Sequence[Event]) -> list[Text]:
-    """One rich line per event: seq, short entry id, kind (coloured by role) and body."""
-    result_of, call_of = _calls_and_results(events)
-    id_width = max((len(short_id(event.entry_id)) for event in events), default=0)
+def event_lines(
+    events: Sequence[Event], *, context: Sequence[Event] = (), following: bool = False, id_width: int = 0
+) -> list[Text]:
+    """One rich line per event: seq, short entry id, kind (coloured by role) and body.
+
+    ``context``: events shown before (a follow's open tool calls) that ``events`` pair with, not printed;
+    ``following``: a call without its result is waiting for it; ``id_width``: the least id column width.
+    """
+    result_of, call_of = _calls_and_results([*context, *events])
+    id_width = max(id_width, max((len(short_id(event.entry_id)) for event in events), default=0))
     lines = []
     for event in events:
         style = STYLES.get(event.type, "white")
@@ -230,40 +245,45 @@ def event_lines(events: Sequence[Event]) -> list[Text]:
         line.append(f"{'' if event.seq is None else event.seq:>5} ", style="dim")
         line.append(f"{short_id(event.entry_id):<{id_width}} ", style="dim")
         line.append(f"{LABELS.get(event.type, event.type):<{LABEL_WIDTH}} ", style="bold " + style)
-        line.append_text(_body(event, result_of, call_of))
+        line.append_text(_body(event, result_of, call_of, following))
         lines.append(line)
     return lines
 
 
-def render_events(events: Sequence[Event], console: Console) -> None:
-    """Print ``events`` as :func:`event_lines`: cropped to the width on a terminal, whole plain lines
-    elsewhere (for ``grep``)."""
-    lines = event_lines(events)
-    if not lines:
+def render_events(events: Sequence[Event], console: Console, **options: Any) -> None:
+    """Print ``events`` as :func:`event_lines` (``options`` are its keywords): cropped to the width on a
+    terminal, whole plain lines elsewhere (for ``grep``), flushed per line."""
+    lines = event_lines(events, **options)
+    if not lines and not options:
         lines = [Text("(no events on this branch)", style="dim")]
     for line in lines:
         if console.is_terminal:
             console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
         else:
             console.file.write(plain(line) + "\n")
-    console.file.flush()
+        console.file.flush()
 
 
-def _write_lines(objects: Sequence[Any]) -> None:
+def _write_lines(objects: Sequence[Any], each: bool) -> None:
     out = sys.stdout
     for item in objects:
         out.write(jsjson.dumps(item) + "\n")
+        if each:
+            out.flush()
     out.flush()
 
 
-def print_events(events: Sequence[Event], output: str, console: Console | None = None) -> None:
-    """Print ``events`` in ``output`` (one of :data:`FORMATS`)."""
+def print_events(
+    events: Sequence[Event], output: str, console: Console | None = None, **options: Any
+) -> None:
+    """Print ``events`` in ``output`` (one of :data:`FORMATS`); ``options`` (a follow's) are
+    :func:`event_lines`' keywords, and with them JSON lines are flushed one by one."""
     if output == "json":
-        _write_lines([event_to_json(event) for event in events])
+        _write_lines([event_to_json(event) for event in events], bool(options))
     elif output == "ag-ui":
-        _write_lines(to_agui(events))
+        _write_lines(to_agui(events), bool(options))
     else:
-        render_events(events, console if console is not None else stdout_console())
+        render_events(events, console if console is not None else stdout_console(), **options)
 
 
 @command(
@@ -273,6 +293,7 @@ def print_events(events: Sequence[Event], output: str, console: Console | None =
         "sessiontree events jsonl:///srv/sessions --session my-session",
         "sessiontree events ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl",
         "sessiontree events jsonl:///srv/sessions --session abc --branch main --format ag-ui",
+        "sessiontree events ~/.pi/agent/sessions/--home-me-proj--/2026-01-01T10-00-00-000Z_abc.jsonl --follow",
     ),
 )
 @click.argument("target", metavar="URL_OR_FILE", type=SessionTargetType())
@@ -289,6 +310,12 @@ def print_events(events: Sequence[Event], output: str, console: Console | None =
     help="text (rich lines), json (one event per line) or ag-ui (AG-UI protocol events, one per line); "
     "default text on a terminal, json elsewhere",
 )
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="after the stored events, print each new one as it is committed, until interrupted "
+    "(needs a storage that can be watched)",
+)
 def events(
     target: SessionTarget,
     session_id: str | None,
@@ -297,15 +324,23 @@ def events(
     branch: str | None,
     as_json: bool,
     output: str | None,
+    follow: bool,
 ) -> int:
     """The target is a repository URL or directory (--session may be left out when it holds one session),
     or a session file. Each tool call is paired with its result. Without --follow: a finished session (or
-    what is stored of it now)."""
+    what is stored of it now). With --follow: then every entry a commit adds to the branch's path (an
+    append, a tip moved forward or onto another line: its entries after the common ancestor; a rewind
+    adds nothing), printed as it lands, until Ctrl-C or SIGTERM (exit 0); the session or the branch
+    deleted meanwhile ends it with exit 1."""
     if as_json and output not in (None, "json"):
         raise click.UsageError(f"--json and --format {output} exclude each other")
     console = stdout_console()
     chosen = "json" if as_json else output or ("text" if console.is_terminal else "json")
     with open_session(target, session_id, cwd=cwd, owner=owner) as (session, _backend):
+        if follow:
+            from .follow import follow_branch
+
+            return follow_branch(session, branch, chosen, console)
         _name, projected = branch_events(session, branch)
         print_events(projected, chosen, console)
     return 0
