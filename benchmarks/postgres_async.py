@@ -107,6 +107,8 @@ def _commit_params(sid: str, state: dict[str, int], tip_seq: int, tip_raw: str) 
         "tenant": "", "user": "", "sid": sid, "incarnation": _INCARNATIONS[sid], "rows": json.dumps(rows), "expect_seq": seq, "first_seq": seq,
         "next_seq": seq + 2, "id_count": 1, "last_timestamp": now, "message_count": state["messages"] + 1,
         "usage_total": None,
+        # The plugin's commit notifies its watches in the same statement; so does this one (same cost).
+        "channel": "sessiontree.benchmark", "notify": f"{sid} {seq + 2}",
     }  # fmt: skip
 
 
