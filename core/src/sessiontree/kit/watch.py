@@ -17,11 +17,12 @@ shares.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
 from ..writes import Write
@@ -29,7 +30,7 @@ from ..writes import Write
 if TYPE_CHECKING:
     from ..engine import SessionState
 
-__all__ = ["Batch", "CommitFeed", "Watch", "replay_batches"]
+__all__ = ["Batch", "CommitFeed", "Watch", "batch_by_commit", "commit_of_ranges", "replay_batches"]
 
 Batch = tuple[Write, ...]
 
@@ -233,12 +234,17 @@ def replay_batches(state: SessionState, after_seq: int) -> list[Batch]:
     log's seq ranges; writes of no recorded commit, such as a fork's copy, batch together): entries and
     usage rows whole, of value and list writes only the ones that still decide the state."""
     writes = [w for w in state.iter_current_writes() if w.seq is not None and w.seq > after_seq]
+    return batch_by_commit(writes, lambda seq: None if (found := state.commits.commit_of(seq)) is None else found[0])
+
+
+def batch_by_commit(writes: Iterable[Write], commit_of: Callable[[int], int | None]) -> list[Batch]:
+    """Writes in seq order as one batch per commit: consecutive writes of one commit (``commit_of(seq)``
+    = its first seq) together; consecutive writes of no recorded commit (``None``) together."""
     batches: list[Batch] = []
     current: list[Write] = []
-    current_key: Any = object()
+    current_key: int | None = None
     for write in writes:
-        commit = state.commits.commit_of(write.seq)  # type: ignore[arg-type]
-        key = None if commit is None else commit[0]
+        key = commit_of(write.seq)  # type: ignore[arg-type]
         if current and key != current_key:
             batches.append(tuple(current))
             current = []
@@ -248,3 +254,15 @@ def replay_batches(state: SessionState, after_seq: int) -> list[Batch]:
         batches.append(tuple(current))
     return batches
 
+
+def commit_of_ranges(ranges: Sequence[tuple[int, int]]) -> Callable[[int], int | None]:
+    """``commit_of`` for :func:`batch_by_commit` from commit ranges ``[first, end)`` (disjoint, any
+    order): the first seq of the range holding a seq, ``None`` outside every range."""
+    ordered = sorted(ranges)
+    starts = [first for first, _ in ordered]
+
+    def commit_of(seq: int) -> int | None:
+        at = bisect.bisect_right(starts, seq) - 1
+        return starts[at] if at >= 0 and seq < ordered[at][1] else None
+
+    return commit_of

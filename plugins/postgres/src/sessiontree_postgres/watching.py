@@ -24,7 +24,6 @@ commit replaced (its deletes and replaced sets are not stored any more).
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import os
@@ -38,7 +37,7 @@ import psycopg
 from psycopg import pq, sql
 
 from sessiontree.errors import StorageClosedError, StorageIOError
-from sessiontree.kit.watch import Batch, CommitFeed, Watch
+from sessiontree.kit.watch import Batch, CommitFeed, Watch, batch_by_commit, commit_of_ranges
 from sessiontree.model import ABSENT
 from sessiontree.writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
@@ -286,21 +285,9 @@ def _batches_of(rows: list[tuple[Any, ...]], sid: str, after: int) -> tuple[int 
             else:
                 value = loaded(text, f"element of list {where}", sid)
                 writes.append(ListAppend(namespace=s(namespace), key=key, value=value, seq=seq))
-    order = sorted(range(len(starts)), key=starts.__getitem__)
-    starts = [starts[i] for i in order]
-    ends = [ends[i] for i in order]
-    batches: list[tuple[int, Batch]] = []
-    current: list[Write] = []
-    current_key: int | None = None
-    for write in writes:
-        seq = write.seq
-        at = bisect.bisect_right(starts, seq) - 1  # type: ignore[arg-type]
-        key = starts[at] if at >= 0 and seq < ends[at] else None  # type: ignore[operator]
-        if current and key != current_key:
-            batches.append((current_key if current_key is not None else _start_of(tuple(current)), tuple(current)))
-            current = []
-        current_key = key
-        current.append(write)
-    if current:
-        batches.append((current_key if current_key is not None else _start_of(tuple(current)), tuple(current)))
+    commit_of = commit_of_ranges(list(zip(starts, ends, strict=True)))
+    batches = []
+    for batch in batch_by_commit(writes, commit_of):
+        start = commit_of(batch[0].seq)  # type: ignore[arg-type]
+        batches.append((start if start is not None else _start_of(batch), batch))
     return head, [(start, batch) for start, batch in batches if _end_of(batch) > after]

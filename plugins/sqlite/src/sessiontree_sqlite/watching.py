@@ -32,11 +32,11 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sessiontree import jsjson
 from sessiontree.errors import SessionDeletedError
-from sessiontree.kit.watch import Batch, CommitFeed, Watch
+from sessiontree.kit.watch import Batch, CommitFeed, Watch, batch_by_commit, commit_of_ranges
 from sessiontree.writes import EntryWrite, ListAppend, UsageWrite, ValueSet, Write
 
 from .codec import ENTRY_COLUMNS, USAGE_COLUMNS, decode_entry_rows, decode_usage_row
@@ -138,24 +138,7 @@ def rows_above(connection: sqlite3.Connection, session_id: str, after: int, end:
     ):
         writes.append(ListAppend(namespace=namespace, key=key, value=jsjson.loads(value), seq=seq))
     writes.sort(key=_seq_of)
-    commits = _commit_ranges(connection, session_id, after, end)
-    batches: list[Batch] = []
-    current: list[Write] = []
-    current_commit: Any = object()
-    index = 0
-    for write in writes:
-        seq = _seq_of(write)
-        while index < len(commits) and commits[index][1] <= seq:
-            index += 1
-        commit = commits[index][0] if index < len(commits) and commits[index][0] <= seq else None
-        if current and commit != current_commit:
-            batches.append(tuple(current))
-            current = []
-        current_commit = commit
-        current.append(write)
-    if current:
-        batches.append(tuple(current))
-    return batches
+    return batch_by_commit(writes, commit_of_ranges(_commit_ranges(connection, session_id, after, end)))
 
 
 def _commit_ranges(connection: sqlite3.Connection, session_id: str, after: int, end: int) -> list[tuple[int, int]]:
